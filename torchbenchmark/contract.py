@@ -1,0 +1,188 @@
+"""The model contract: metadata every model declares and the base class that runs its steps.
+
+A model is a class constructed as ``Model(device="cpu", batch_size=None)`` whose ``train(niter, step_fn)``
+and ``eval(niter, step_fn)`` run exactly ``niter`` steps and call ``step_fn()`` once at the end of each.
+:class:`BenchmarkModel` owns the step loop and the annotated train step, so the loop cannot be written
+wrongly twice: a model supplies how to build itself, its inputs and its loss, and nothing else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, ClassVar
+
+import torch
+from torch.profiler import record_function
+
+MODES = ("train", "eval")
+PHASES = ("forward", "backward", "optimizer")  # the record_function labels, pinned
+
+StepFn = Callable[[], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchSizes:
+    """Default batch size for each device type and mode."""
+
+    cpu_train: int
+    cpu_eval: int
+    cuda_train: int
+    cuda_eval: int
+
+    def get(self, device: str | torch.device, mode: str) -> int:
+        device_type = torch.device(device).type
+        if device_type not in ("cpu", "cuda") or mode not in MODES:
+            raise ValueError(f"no default batch size for device {device_type!r} and mode {mode!r}")
+        return getattr(self, f"{device_type}_{mode}")
+
+    @classmethod
+    def same(cls, cpu: int, cuda: int) -> BatchSizes:
+        """The same batch size for train and eval on each device."""
+        return cls(cpu_train=cpu, cpu_eval=cpu, cuda_train=cuda, cuda_eval=cuda)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelMeta:
+    """What a model declares about itself; the harness and the smoke test read nothing else."""
+
+    name: str
+    family: str  # task family: vision-classification, nlp, recommendation, gan, rl, ...
+    batch_sizes: BatchSizes
+    # Constructor keyword arguments for a configuration small enough for a fast CPU smoke test.
+    smoke: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    # True when train steps carry the forward/backward/optimizer record_function labels.
+    annotated: bool = True
+    # Why the model is unannotated, how its defaults were chosen, or anything a user should know.
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.annotated and not self.note:
+            raise ValueError(f"{self.name}: an unannotated model must say why in its note")
+
+
+def iter_tensors(value: Any) -> Iterator[torch.Tensor]:
+    """Every tensor inside nested tuples, lists, dicts and dataclass-free containers."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from iter_tensors(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from iter_tensors(item)
+
+
+class BenchmarkModel:
+    """Base class for the suite's models.
+
+    Subclasses set :attr:`meta` and implement :meth:`build` and :meth:`make_inputs`, plus
+    :meth:`loss` (train) and :meth:`infer` (eval). A model whose step does not have the shape
+    forward/backward/optimizer (GANs, RL, meta-learning) overrides :meth:`train_step` instead of
+    :meth:`loss` and declares itself unannotated.
+
+    After construction a model exposes ``module`` (every parameter it trains), ``optimizers`` and,
+    through :meth:`inputs`, the synthetic inputs of each mode; the smoke test checks all three.
+    """
+
+    meta: ClassVar[ModelMeta]
+    seed: ClassVar[int] = 0
+
+    def __init__(self, device: str | torch.device = "cpu", batch_size: int | None = None) -> None:
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        self.device = torch.device(device)
+        self.requested_batch_size = batch_size
+        self.last_loss: torch.Tensor | None = None
+        self.last_output: Any = None
+        self._inputs: dict[str, Any] = {}
+        torch.manual_seed(self.seed)  # same weights on every build
+        self.module: torch.nn.Module = self.build().to(self.device)
+        self.optimizers: list[torch.optim.Optimizer] = self.make_optimizers()
+
+    # -- what a model supplies -------------------------------------------------------------
+
+    def build(self) -> torch.nn.Module:
+        """Create the module (random weights, no downloads). Several networks go in a ModuleDict."""
+        raise NotImplementedError
+
+    def make_inputs(self, batch_size: int, mode: str, generator: torch.Generator) -> Any:
+        """Synthetic inputs for one step, drawn from ``generator`` on the CPU."""
+        raise NotImplementedError
+
+    def make_optimizers(self) -> list[torch.optim.Optimizer]:
+        """One optimizer over every parameter; models with several networks override this."""
+        return [torch.optim.SGD(self.module.parameters(), lr=0.01, momentum=0.9)]
+
+    def loss(self, inputs: Any) -> torch.Tensor:
+        """Forward pass and loss of a train step."""
+        raise NotImplementedError
+
+    def infer(self, inputs: Any) -> Any:
+        """Forward pass of an eval step; by default the module called on the inputs."""
+        return self.module(*inputs) if isinstance(inputs, tuple) else self.module(inputs)
+
+    # -- the contract ----------------------------------------------------------------------
+
+    def batch_size(self, mode: str) -> int:
+        """The batch size this model runs ``mode`` with: the one asked for, else its default."""
+        return self.requested_batch_size or self.meta.batch_sizes.get(self.device, mode)
+
+    def inputs(self, mode: str) -> Any:
+        """The synthetic inputs of ``mode``, built once per mode from a seeded generator."""
+        if mode not in self._inputs:
+            generator = torch.Generator().manual_seed(self.seed + MODES.index(mode))
+            cpu_inputs = self.make_inputs(self.batch_size(mode), mode, generator)
+            self._inputs[mode] = _to_device(cpu_inputs, self.device)
+        return self._inputs[mode]
+
+    def train(self, niter: int = 1, step_fn: StepFn | None = None) -> None:
+        """Run ``niter`` train steps, calling ``step_fn()`` after each."""
+        inputs = self.inputs("train")
+        self.module.train()
+        for _ in range(niter):
+            self.train_step(inputs)
+            if step_fn is not None:
+                step_fn()
+
+    def eval(self, niter: int = 1, step_fn: StepFn | None = None) -> None:
+        """Run ``niter`` inference steps under ``torch.no_grad()``, calling ``step_fn()`` after each."""
+        inputs = self.inputs("eval")
+        self.module.eval()
+        with torch.no_grad():
+            for _ in range(niter):
+                self.eval_step(inputs)
+                if step_fn is not None:
+                    step_fn()
+
+    def train_step(self, inputs: Any) -> None:
+        """The one annotated train step every model of the usual shape shares."""
+        with record_function("forward"):
+            loss = self.loss(inputs)
+        with record_function("backward"):
+            loss.backward()
+        with record_function("optimizer"):
+            for optimizer in self.optimizers:
+                optimizer.step()
+            # Zeroed here rather than at the top of the next step: the step's time stays inside
+            # the three phases and no stale gradients are held between calls.
+            for optimizer in self.optimizers:
+                optimizer.zero_grad(set_to_none=True)
+        self.last_loss = loss.detach()
+
+    def eval_step(self, inputs: Any) -> None:
+        with record_function("forward"):
+            self.last_output = self.infer(inputs)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.meta.name!r}, device={str(self.device)!r})"
+
+
+def _to_device(value: Any, device: torch.device) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, dict):
+        return {key: _to_device(item, device) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_device(item, device) for item in value)
+    return value

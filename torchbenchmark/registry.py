@@ -1,0 +1,148 @@
+"""The explicit registry: every model name and where its class lives, plus plug-in resolution.
+
+Listing names imports nothing. A model's module is imported when its class is asked for, and its heavy
+dependencies (torchvision, transformers) only when it is built, so ``import torchbenchmark`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import importlib.util
+import os
+import sys
+from typing import Any
+
+from torchbenchmark.contract import BatchSizes, BenchmarkModel, ModelMeta
+
+# name -> "module:attribute" under torchbenchmark.models. Keep sorted; tests check each entry.
+_MODELS: dict[str, str] = {
+    "dcgan": "gan:DCGAN",
+    "dlrm": "recommendation:DLRM",
+    "hf_Bert": "nlp:hf_Bert",
+    "resnet50": "vision_classification:resnet50",
+}
+
+
+class UnknownModelError(LookupError):
+    """A model name or plug-in spec that names no model."""
+
+
+class ModelUnavailableError(ImportError):
+    """A registered model whose module or optional dependency cannot be imported."""
+
+
+def list_models() -> list[str]:
+    """Names of every registered model, sorted case-insensitively."""
+    return sorted(_MODELS, key=str.lower)
+
+
+def is_plugin_spec(spec: str) -> bool:
+    """``package.module:ClassName`` or ``path/to/file.py:ClassName``."""
+    return ":" in spec
+
+
+def closest_names(name: str, n: int = 3) -> list[str]:
+    by_lower = {model.lower(): model for model in _MODELS}
+    return [by_lower[m] for m in difflib.get_close_matches(name.lower(), list(by_lower), n=n, cutoff=0.5)]
+
+
+def unknown_model_message(name: str) -> str:
+    suggestions = closest_names(name)
+    hint = f"; did you mean {', '.join(suggestions)}?" if suggestions else "; see --list for every name"
+    return f"unknown model {name!r}{hint}"
+
+
+def model_class(spec: str) -> type:
+    """The class behind a registered name or a plug-in spec.
+
+    Raises :class:`UnknownModelError` for a name or spec that names nothing and
+    :class:`ModelUnavailableError` when the model's own imports fail, with the reason.
+    """
+    if is_plugin_spec(spec):
+        return _plugin_class(spec)
+    if spec not in _MODELS:
+        raise UnknownModelError(unknown_model_message(spec))
+    module_name, attribute = _MODELS[spec].split(":")
+    try:
+        module = importlib.import_module(f"torchbenchmark.models.{module_name}")
+    except ImportError as error:
+        raise ModelUnavailableError(f"{spec}: cannot import its module: {error}") from error
+    return getattr(module, attribute)
+
+
+def load_model(name: str, device: str = "cpu", batch_size: int | None = None, **config: Any) -> Any:
+    """Build the model ``name`` (a registered name or a plug-in spec) on ``device``."""
+    cls = model_class(name)
+    try:
+        return cls(device=device, batch_size=batch_size, **config)
+    except ImportError as error:  # an optional dependency imported at build time
+        raise ModelUnavailableError(f"{name}: missing dependency: {error}") from error
+
+
+def meta_of(cls: type) -> ModelMeta:
+    """A model class's metadata; a plug-in that declares none gets neutral defaults."""
+    meta = getattr(cls, "meta", None)
+    if isinstance(meta, ModelMeta):
+        return meta
+    return ModelMeta(
+        name=cls.__name__,
+        family="plugin",
+        batch_sizes=BatchSizes.same(cpu=1, cuda=1),
+        annotated=bool(getattr(cls, "annotated", False)),
+        note="plug-in without declared metadata",
+    )
+
+
+def _plugin_class(spec: str) -> type:
+    target, _, class_name = spec.rpartition(":")
+    if not target or not class_name:
+        raise UnknownModelError(f"plug-in {spec!r} must be 'package.module:ClassName' or 'file.py:ClassName'")
+    if target.endswith(".py") or os.sep in target or "/" in target:
+        module = _import_file(target, spec)
+    else:
+        try:
+            module = importlib.import_module(target)
+        except ModuleNotFoundError as error:
+            if error.name and target.startswith(error.name):
+                raise UnknownModelError(f"plug-in {spec!r}: no module named {target!r}") from error
+            raise ModelUnavailableError(f"plug-in {spec!r}: {error}") from error
+    cls = getattr(module, class_name, None)
+    if not isinstance(cls, type):
+        raise UnknownModelError(f"plug-in {spec!r}: {target} has no class {class_name!r}")
+    for method in ("train", "eval"):
+        if not callable(getattr(cls, method, None)):
+            raise UnknownModelError(f"plug-in {spec!r}: {class_name} has no {method}() method")
+    return cls
+
+
+def _import_file(path: str, spec: str) -> Any:
+    path = os.path.abspath(path)
+    if not os.path.isfile(path):
+        raise UnknownModelError(f"plug-in {spec!r}: no such file {path}")
+    module_name = "torchbenchmark_plugin_" + os.path.splitext(os.path.basename(path))[0]
+    if module_name in sys.modules and getattr(sys.modules[module_name], "__file__", None) == path:
+        return sys.modules[module_name]
+    import_spec = importlib.util.spec_from_file_location(module_name, path)
+    assert import_spec is not None and import_spec.loader is not None
+    module = importlib.util.module_from_spec(import_spec)
+    sys.modules[module_name] = module  # dataclasses and pickling look the module up by name
+    try:
+        import_spec.loader.exec_module(module)
+    except ImportError as error:
+        del sys.modules[module_name]
+        raise ModelUnavailableError(f"plug-in {spec!r}: {error}") from error
+    return module
+
+
+__all__ = [
+    "BenchmarkModel",
+    "ModelUnavailableError",
+    "UnknownModelError",
+    "closest_names",
+    "is_plugin_spec",
+    "list_models",
+    "load_model",
+    "meta_of",
+    "model_class",
+]
