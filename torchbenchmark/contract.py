@@ -55,6 +55,8 @@ class ModelMeta:
     annotated: bool = True
     # Why the model is unannotated, how its defaults were chosen, or anything a user should know.
     note: str = ""
+    # Importable packages the model needs beyond torch; `--list` shows it unavailable without them.
+    requires: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.annotated and not self.note:

@@ -15,12 +15,39 @@ from typing import Any
 
 from torchbenchmark.contract import BatchSizes, BenchmarkModel, ModelMeta
 
-# name -> "module:attribute" under torchbenchmark.models. Keep sorted; tests check each entry.
+# name -> "module:attribute" under torchbenchmark.models. Sorted by name; tests check every entry.
 _MODELS: dict[str, str] = {
+    "alexnet": "vision_classification:alexnet",
+    "convnext_tiny": "vision_classification:convnext_tiny",
     "dcgan": "gan:DCGAN",
+    "deeplabv3_mobilenet_v3_large": "segmentation:deeplabv3_mobilenet_v3_large",
+    "densenet121": "vision_classification:densenet121",
     "dlrm": "recommendation:DLRM",
+    "efficientnet_b0": "vision_classification:efficientnet_b0",
+    "fasterrcnn_mobilenet_v3_large_fpn": "detection:fasterrcnn_mobilenet_v3_large_fpn",
+    "hf_Albert": "nlp:hf_Albert",
+    "hf_Bart": "nlp:hf_Bart",
     "hf_Bert": "nlp:hf_Bert",
+    "hf_DistilBert": "nlp:hf_DistilBert",
+    "hf_GPT2": "nlp:hf_GPT2",
+    "hf_T5": "nlp:hf_T5",
+    "hf_Whisper": "speech:hf_Whisper",
+    "lstm_lm": "sequence:LSTMLanguageModel",
+    "maml": "meta_learning:MAML",
+    "mnasnet1_0": "vision_classification:mnasnet1_0",
+    "mobilenet_v2": "vision_classification:mobilenet_v2",
+    "mobilenet_v3_large": "vision_classification:mobilenet_v3_large",
+    "pyhpc_equation_of_state": "scientific:EquationOfState",
+    "pytorch_unet": "segmentation:UNet",
+    "resnet18": "vision_classification:resnet18",
     "resnet50": "vision_classification:resnet50",
+    "resnext50_32x4d": "vision_classification:resnext50_32x4d",
+    "shufflenet_v2_x1_0": "vision_classification:shufflenet_v2_x1_0",
+    "soft_actor_critic": "rl:SoftActorCritic",
+    "squeezenet1_1": "vision_classification:squeezenet1_1",
+    "swin_t": "vision_classification:swin_t",
+    "vgg16": "vision_classification:vgg16",
+    "vit_b_16": "vision_classification:vit_b_16",
 }
 
 

@@ -1,0 +1,22 @@
+#!/usr/bin/env python
+"""Profile models and report where each step's time goes and whether it is dispatch-bound.
+
+    python diagnostics.py --models resnet50
+    python diagnostics.py --models all --out traces
+    python diagnostics.py --list
+
+See `python diagnostics.py --help` for every flag and the exit statuses; the work is done by
+torchbenchmark.cli over the library, so the same sweep is available from Python as
+torchbenchmark.run_sweep and one case as torchbenchmark.collect_diagnostics.
+"""
+
+import os
+import sys
+
+# The profiler's native library logs every start and stop at its default level.
+os.environ.setdefault("KINETO_LOG_LEVEL", "5")
+
+from torchbenchmark.cli import main  # noqa: E402
+
+if __name__ == "__main__":
+    sys.exit(main())

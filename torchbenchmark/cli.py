@@ -1,0 +1,224 @@
+"""The diagnostics command line: parse and check every input before any work, then run the sweep.
+
+Exit status: 0 every case ok or skipped; 1 a case failed or timed out; 2 a usage error (nothing was
+run or written); 130 interrupted by Ctrl-C (SIGINT); 143 interrupted by SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import shlex
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from tabulate import tabulate
+
+from torchbenchmark.contract import MODES
+from torchbenchmark.harness import Budget
+from torchbenchmark.registry import (
+    ModelUnavailableError,
+    UnknownModelError,
+    is_plugin_spec,
+    list_models,
+    meta_of,
+    model_class,
+    unknown_model_message,
+)
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+EPILOG = """\
+models: registered names (see --list), 'all', or plug-ins that follow the model contract, given as
+package.module:ClassName or path/to/file.py:ClassName.
+
+outputs, under --out: summary.txt and summary.json (one row per case, rewritten after every case,
+rows of models not in this run kept), and per model <model>/<mode>-<device>.pt.trace.json.gz (light
+profile), ...-detailed.pt.trace.json.gz, .top_ops.txt and .log.
+
+exit status: 0 every case ok or skipped; 1 a case failed or timed out; 2 usage error, nothing run or
+written; 130 interrupted by Ctrl-C; 143 interrupted by SIGTERM.
+"""
+
+
+class UsageError(Exception):
+    """Bad input: reported in one line, exit status 2, before anything runs or is written."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="diagnostics.py",
+        description="Profile models and say where each step's time goes and whether it is dispatch-bound.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--models", help="comma-separated model names, 'all', or plug-in specs")
+    parser.add_argument("--modes", default="train,eval", help="comma-separated: train, eval (default: both)")
+    parser.add_argument("--device", default="auto", help="auto (cuda when available, else cpu), cpu, cuda or cuda:N")
+    parser.add_argument("--out", default="traces", help="output folder (default: traces)")
+    parser.add_argument("--batch-size", type=_positive_int, help="batch size for every case (default: each model's)")
+    parser.add_argument("--steps", type=_positive_int, help="measure exactly this many steps (default: ~3 s worth, 5 to 500)")
+    parser.add_argument("--timeout", type=_positive_float, default=600.0, help="seconds per case before it is killed (default: 600)")
+    parser.add_argument("--threads", type=_positive_int, help="torch intra-op threads per case (default: torch's)")
+    parser.add_argument("--no-detailed", action="store_true", help="skip the detailed profile")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar, only a line per case")
+    parser.add_argument("--list", action="store_true", help="list the registered models and exit")
+    return parser
+
+
+def resolve_models(text: str) -> list[str]:
+    """Registered names and plug-in specs, checked: each one must name a model that exists."""
+    specs = [part.strip() for part in text.split(",") if part.strip()]
+    if not specs:
+        raise UsageError("--models is empty")
+    resolved: list[str] = []
+    for spec in specs:
+        if spec == "all":
+            resolved.extend(list_models())
+        elif is_plugin_spec(spec):
+            try:
+                model_class(spec)
+            except UnknownModelError as error:
+                raise UsageError(str(error)) from None
+            except ModelUnavailableError:
+                pass  # it exists but cannot import here: a skipped row with the reason, not a usage error
+            resolved.append(spec)
+        elif spec in list_models():
+            resolved.append(spec)
+        else:
+            raise UsageError(unknown_model_message(spec))
+    return list(dict.fromkeys(resolved))  # each case once, first mention first
+
+
+def resolve_modes(text: str) -> list[str]:
+    modes = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [mode for mode in modes if mode not in MODES]
+    if unknown or not modes:
+        raise UsageError(f"unknown mode {unknown[0]!r}; expected train, eval or both" if unknown else "--modes is empty")
+    return list(dict.fromkeys(modes))
+
+
+def resolve_device(text: str) -> str:
+    import torch
+
+    if text == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if text == "cpu":
+        return text
+    if text == "cuda" or text.startswith("cuda:"):
+        if not torch.cuda.is_available():
+            raise UsageError(f"--device {text}: no CUDA GPU is available here; use --device cpu")
+        index = text.partition(":")[2]
+        if index and (not index.isdigit() or int(index) >= torch.cuda.device_count()):
+            raise UsageError(f"--device {text}: there are {torch.cuda.device_count()} CUDA devices")
+        return text
+    raise UsageError(f"unknown device {text!r}; expected auto, cpu, cuda or cuda:N")
+
+
+def check_out_dir(path: Path) -> None:
+    """The output folder must be a folder we can write, or a path where one can be made."""
+    if path.exists():
+        if not path.is_dir():
+            raise UsageError(f"--out {path}: exists and is not a folder")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise UsageError(f"--out {path}: folder is not writable")
+        return
+    parent = path.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {path}: cannot create it, {parent} is not a writable folder")
+
+
+def list_table() -> str:
+    rows = []
+    for name in list_models():
+        try:
+            meta = meta_of(model_class(name))
+        except ModelUnavailableError as error:
+            rows.append((name, "", "", "", "", "", "", f"unavailable: {error}"))
+            continue
+        missing = [dep for dep in meta.requires if importlib.util.find_spec(dep) is None]
+        sizes = meta.batch_sizes
+        availability = f"unavailable: needs {', '.join(missing)}" if missing else "yes"
+        rows.append((name, meta.family, "yes" if meta.annotated else "no", sizes.cpu_train, sizes.cpu_eval,
+                     sizes.cuda_train, sizes.cuda_eval, availability))  # fmt: skip
+    headers = ["model", "family", "annotated", "cpu train", "cpu eval", "cuda train", "cuda eval", "available"]
+    return tabulate(rows, headers=headers)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(argv)
+        if args.list:
+            print(list_table())
+            return EXIT_OK
+        if not args.models:
+            raise UsageError("--models is required (a name, a comma-separated list, 'all' or a plug-in spec)")
+        models = resolve_models(args.models)
+        modes = resolve_modes(args.modes)
+        device = resolve_device(args.device)
+        out_dir = Path(args.out)
+        check_out_dir(out_dir)
+        return _sweep(args, models, modes, device, out_dir, argv)
+    except UsageError as error:
+        print(f"diagnostics.py: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _sweep(args: argparse.Namespace, models: list[str], modes: list[str], device: str, out_dir: Path, argv: list[str]) -> int:
+    from torchbenchmark.sweep import Interrupted, OutputBusy, SweepOptions, run_sweep
+
+    options = SweepOptions(
+        out_dir=out_dir,
+        device=device,
+        batch_size=args.batch_size,
+        budget=Budget(steps=args.steps),
+        timeout_s=args.timeout,
+        detailed=not args.no_detailed,
+        threads=args.threads,
+        command=shlex.join(["diagnostics.py", *argv]),
+        progress=not args.no_progress,
+    )
+
+    def stop(signum: int, _frame: object) -> None:
+        raise Interrupted(signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        outcome = run_sweep(models, modes, options)
+    except OutputBusy as error:
+        raise UsageError(str(error)) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    print(f"summary: {out_dir / 'summary.txt'} and {out_dir / 'summary.json'}", file=sys.stderr)
+    return outcome.exit_status

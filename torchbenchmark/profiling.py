@@ -1,0 +1,79 @@
+"""The two profiles of a case, driven through ``step_fn`` with a profiler schedule, and their traces.
+
+light:    CPU activity (plus CUDA on a GPU) and nothing else, so it distorts the step as little as
+          torch.profiler can; its trace is what the verdict is computed from.
+detailed: shapes, memory, Python stacks and FLOPs, for follow-up questions (which op, which line,
+          which shape); it distorts much more and is kept for reading, not for timing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.profiler import ProfilerActivity, profile, schedule
+
+from torchbenchmark.harness import StepTimer, device_sync, timed_call
+from torchbenchmark.stats import StepStats
+
+KINDS = ("light", "detailed")
+DETAILED_OPTIONS = {"record_shapes": True, "profile_memory": True, "with_stack": True, "with_flops": True}
+
+
+@dataclasses.dataclass(frozen=True)
+class ProfileRun:
+    kind: str
+    steps: StepStats  # the active steps, timed as in characterisation
+    trace_path: Path
+    profile_s: float  # wall time of the profiled call, export included
+    export_s: float
+
+
+def trace_name(mode: str, device: torch.device, kind: str) -> str:
+    """``<mode>-<device>.pt.trace.json.gz``, or ``...-detailed...`` for the detailed profile."""
+    suffix = "" if kind == "light" else f"-{kind}"
+    return f"{mode}-{device.type}{suffix}.pt.trace.json.gz"
+
+
+def run_profile(model: Any, mode: str, device: torch.device, kind: str, active: int, trace_path: Path) -> ProfileRun:
+    """Profile ``active`` steps of ``model`` and export them as a gzipped Chrome trace at ``trace_path``."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown profile kind {kind!r}")
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    options = DETAILED_OPTIONS if kind == "detailed" else {}
+    # The light profile skips a step so the profiler's start-up is not in the warmup step it records;
+    # the detailed one is costly per step, so it records as few steps as it can.
+    wait, warmup = (1, 1) if kind == "light" else (0, 1)
+    export_s = 0.0
+
+    def export(prof: profile) -> None:
+        nonlocal export_s
+        started = time.perf_counter()
+        trace_path.parent.mkdir(parents=True, exist_ok=True)
+        # Written under a temporary name and renamed, so a crash never leaves half a trace.
+        # The name must end in .gz: that is how torch decides to compress.
+        partial = trace_path.with_name(f".{trace_path.name}.{os.getpid()}.partial.gz")
+        prof.export_chrome_trace(str(partial))
+        os.replace(partial, trace_path)
+        export_s = time.perf_counter() - started
+
+    started = time.perf_counter()
+    with profile(
+        activities=activities,
+        schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
+        on_trace_ready=export,
+        **options,
+    ) as prof:
+        timer = StepTimer(device_sync(device), after_step=prof.step)
+        timed_call(model, mode, wait + warmup + active, timer)
+    return ProfileRun(
+        kind=kind,
+        steps=StepStats.from_ns(timer.durations_ns[wait + warmup :]),
+        trace_path=trace_path,
+        profile_s=time.perf_counter() - started,
+        export_s=export_s,
+    )
