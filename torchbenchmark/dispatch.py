@@ -6,9 +6,12 @@ autograd bookkeeping, an allocation, a kernel launch on a GPU. We price that cos
 
     overhead_fraction = ops_per_step * per_op_overhead / step_time
 
-``ops_per_step`` counts top-level ops, the calls a model (or the autograd engine) makes, not the ops
-those dispatch internally, because the calibration prices whole calls. On a GPU the measured idle
-share of the step is used instead when the trace has kernels: an idle GPU is waiting for the CPU.
+``ops_per_step`` counts every op event in the light trace: each op the dispatcher handled, nested ones
+included, and each autograd node the backward pass ran, since every one of them pays the fixed cost.
+Pricing them all at the cost of a call from Python errs high for nested ops, so the fraction leans
+towards overhead; a model made of tiny ops comes out near 1, a model of large kernels near 0, and the
+verdict's thresholds leave a wide band between them. On a GPU the measured idle share of the step is
+used instead when the trace has kernels: an idle GPU is waiting for the CPU.
 
 Verdicts, from the overhead fraction:
     >= DISPATCH_BOUND_AT (0.5)   dispatch-bound: most of the step is overhead; fewer or fused ops help,

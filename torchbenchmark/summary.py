@@ -34,8 +34,9 @@ def _significant(value: float | None) -> str:
     """Step times span 0.01 ms to seconds: three significant figures, never scientific notation."""
     if value is None:
         return ""
-    digits = max(0, 2 - len(str(int(abs(value))))) if abs(value) >= 1 else 3
-    return f"{value:.{digits}f}"
+    if abs(value) < 1:
+        return f"{value:.3g}"
+    return f"{value:.{max(0, 3 - len(str(int(abs(value)))))}f}"
 
 
 def table_row(result: CaseResult) -> list[str]:

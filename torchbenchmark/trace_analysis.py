@@ -30,9 +30,9 @@ class TraceSummary:
 
     steps: int
     step_ms: float  # mean ProfilerStep duration
-    ops_per_step: float  # top-level ops: calls made by the model or the autograd engine
-    all_ops_per_step: float  # every op the dispatcher saw, nested ones included
-    median_op_us: float  # median duration of a top-level op
+    ops_per_step: float  # every op event: each dispatch, nested ones and autograd nodes included
+    calls_per_step: float  # top-level ops only: the calls the model or the autograd engine made
+    median_op_us: float  # median duration of a top-level op: what one call costs
     phases_ms: dict[str, float]  # forward/backward/optimizer time per step (absent phases: 0)
     top_ops: tuple[TopOp, ...]
     gpu_busy_fraction: float | None  # share of the step with a kernel or copy running; None without GPU events
@@ -135,8 +135,8 @@ def summarize_events(events: Sequence[Event], top: int = 10) -> TraceSummary:
     return TraceSummary(
         steps=steps,
         step_ms=step_us / 1e3,
-        ops_per_step=len(top_level_durations) / steps,
-        all_ops_per_step=len(ops) / steps,
+        ops_per_step=len(ops) / steps,
+        calls_per_step=len(top_level_durations) / steps,
         median_op_us=statistics.median(top_level_durations) if top_level_durations else 0.0,
         phases_ms={phase: us / steps / 1e3 for phase, us in phases_us.items()},
         top_ops=top_ops,
