@@ -1,0 +1,68 @@
+"""The diagnostics command line end to end: a real sweep of a small model into a temporary folder."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = f"{ROOT / 'tests' / 'tiny_models.py'}:TinyMLP"
+
+
+def diagnostics(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "diagnostics.py"), *args], cwd=cwd, capture_output=True, text=True, timeout=600
+    )
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    out = tmp_path_factory.mktemp("out")
+    return diagnostics("--models", TINY, "--out", str(out), "--steps", "5", "--no-progress"), out
+
+
+def test_sweep_exits_zero_and_writes_both_summaries(sweep) -> None:
+    done, out = sweep
+    assert done.returncode == 0, done.stderr
+    document = json.loads((out / "summary.json").read_text())
+    assert {"torch", "device_name", "threads", "cpu", "python", "command", "started_at"} <= set(document["environment"])
+    rows = {row["mode"]: row for row in document["results"]}
+    assert set(rows) == {"train", "eval"}
+    for row in rows.values():
+        assert row["status"] == "ok" and row["model"] == "tiny_mlp" and row["device"] == "cpu"
+        assert row["step_time_ms"]["n"] == 5 and row["step_time_ms"]["median"] > 0
+        assert row["dispatch"]["verdict"] in ("dispatch-bound", "mixed", "compute-bound")
+    text = (out / "summary.txt").read_text()
+    assert "tiny_mlp" in text and "ms/step" in text
+
+
+@pytest.mark.parametrize("mode", ["train", "eval"])
+@pytest.mark.parametrize("kind", ["", "-detailed"])
+def test_traces_are_gzip_chrome_traces_with_steps_and_phases(sweep, mode: str, kind: str) -> None:
+    _, out = sweep
+    path = out / "tiny_mlp" / f"{mode}-cpu{kind}.pt.trace.json.gz"
+    with gzip.open(path, "rt") as stream:
+        names = {event.get("name", "") for event in json.load(stream)["traceEvents"]}
+    assert any(name.startswith("ProfilerStep#") for name in names)
+    expected = {"forward", "backward", "optimizer"} if mode == "train" else {"forward"}
+    assert expected <= names
+
+
+def test_top_ops_and_logs_sit_beside_the_traces(sweep) -> None:
+    _, out = sweep
+    for mode in ("train", "eval"):
+        assert "self ms/step" in (out / "tiny_mlp" / f"{mode}-cpu.top_ops.txt").read_text()
+        assert (out / "tiny_mlp" / f"{mode}-cpu.log").exists()
+    leftovers = [p.name for p in out.rglob("*") if "partial" in p.name or ".result." in p.name]
+    assert leftovers == []
+
+
+def test_list_names_every_model() -> None:
+    done = diagnostics("--list")
+    assert done.returncode == 0
+    assert "resnet50" in done.stdout and "family" in done.stdout
