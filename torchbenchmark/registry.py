@@ -121,6 +121,15 @@ def meta_of(cls: type) -> ModelMeta:
     )
 
 
+def models_markdown() -> str:
+    """The README's table of models (name, family, annotated), generated so it cannot drift."""
+    lines = ["| model | family | annotated |", "|---|---|---|"]
+    for name in list_models():
+        meta = meta_of(model_class(name))
+        lines.append(f"| `{name}` | {meta.family} | {'yes' if meta.annotated else 'no'} |")
+    return "\n".join(lines)
+
+
 def _plugin_class(spec: str) -> type:
     target, _, class_name = spec.rpartition(":")
     if not target or not class_name:
@@ -172,4 +181,5 @@ __all__ = [
     "load_model",
     "meta_of",
     "model_class",
+    "models_markdown",
 ]
