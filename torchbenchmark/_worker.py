@@ -6,6 +6,7 @@ import time
 
 STARTED = time.time()  # before the heavy imports, so the sweep can see what process start costs
 
+import faulthandler  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
 import os  # noqa: E402
@@ -20,6 +21,8 @@ from torchbenchmark.harness import Budget  # noqa: E402
 
 def main(argv: list[str]) -> int:
     request = json.loads(argv[1])
+    # A model that crashes the interpreter (segfault, abort) leaves its Python stack in the case's log.
+    faulthandler.enable()
     imported = time.time()
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="[%(name)s] %(levelname)s %(message)s")
     if request["threads"]:

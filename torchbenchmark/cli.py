@@ -90,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--threads", type=_positive_int, help="torch intra-op threads per case (default: torch's)")
     parser.add_argument("--no-detailed", action="store_true", help="skip the detailed profile")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar, only a line per case")
-    parser.add_argument("--list", action="store_true", help="list the registered models and exit")
+    parser.add_argument("--list", action="store_true", help="list the registered models (or those --models names) and exit")
     return parser
 
 
@@ -110,6 +110,8 @@ def resolve_models(text: str) -> list[str]:
                 raise UsageError(str(error)) from None
             except ModelUnavailableError:
                 pass  # it exists but cannot import here: a skipped row with the reason, not a usage error
+            except Exception:  # noqa: BLE001 - the plug-in's own code raised: a failed row with its traceback
+                pass
             resolved.append(spec)
         elif spec in list_models():
             resolved.append(spec)
@@ -158,15 +160,17 @@ def check_out_dir(path: Path) -> None:
         raise UsageError(f"--out {path}: cannot create it, {parent} is not a writable folder")
 
 
-def list_table() -> str:
+def list_table(models: Sequence[str] | None = None) -> str:
+    """The registered models (or the given names and plug-in specs), with whether each can run here."""
     rows = []
-    for name in list_models():
+    for spec in list_models() if models is None else models:
         try:
-            meta = meta_of(model_class(name))
-        except ModelUnavailableError as error:
-            rows.append((name, "", "", "", "", "", "", f"unavailable: {error}"))
+            meta = meta_of(model_class(spec))
+        except Exception as error:  # noqa: BLE001 - a model that cannot import is listed with the reason
+            rows.append((spec, "", "", "", "", "", "", f"unavailable: {error}"))
             continue
-        missing = [dep for dep in meta.requires if importlib.util.find_spec(dep) is None]
+        name = meta.name
+        missing = [dep for dep in meta.requires if not _importable(dep)]
         sizes = meta.batch_sizes
         availability = f"unavailable: needs {', '.join(missing)}" if missing else "yes"
         rows.append((name, meta.family, "yes" if meta.annotated else "no", sizes.cpu_train, sizes.cpu_eval,
@@ -175,12 +179,19 @@ def list_table() -> str:
     return tabulate(rows, headers=headers)
 
 
+def _importable(package: str) -> bool:
+    try:
+        return importlib.util.find_spec(package) is not None
+    except ImportError:  # a dotted name whose parent package is missing
+        return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser().parse_args(argv)
         if args.list:
-            print(list_table())
+            print(list_table(resolve_models(args.models) if args.models else None))
             return EXIT_OK
         if not args.models:
             raise UsageError("--models is required (a name, a comma-separated list, 'all' or a plug-in spec)")
@@ -211,14 +222,21 @@ def _sweep(args: argparse.Namespace, models: list[str], modes: list[str], device
     )
 
     def stop(signum: int, _frame: object) -> None:
+        # Only the first signal counts: a second Ctrl-C must not cut short the summary being written.
+        for handled in previous:
+            signal.signal(handled, signal.SIG_IGN)
         raise Interrupted(signum)
 
-    previous = signal.signal(signal.SIGTERM, stop)
+    # SIGINT too, explicitly: a sweep started in the background inherits SIGINT ignored.
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
         outcome = run_sweep(models, modes, options)
     except OutputBusy as error:
         raise UsageError(str(error)) from None
+    except Interrupted as interrupted:  # before the first case began: there is nothing to summarise
+        return 128 + interrupted.signum
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
     print(f"summary: {out_dir / 'summary.txt'} and {out_dir / 'summary.json'}", file=sys.stderr)
     return outcome.exit_status

@@ -71,13 +71,19 @@ def describe_failure(error: BaseException, mode: str) -> tuple[str, str]:
         return "skipped", f"unavailable: {_first_line(error)}"
     text = str(error)
     if isinstance(error, MemoryError) or "out of memory" in text or "can't allocate memory" in text:
-        return "failed", f"{OUT_OF_MEMORY_HINT} ({type(error).__name__}: {_first_line(error)})"[:300]
-    return "failed", f"{type(error).__name__}: {_first_line(error)}"[:300]
+        return "failed", f"{OUT_OF_MEMORY_HINT} ({_one_line(error)})"[:300]
+    return "failed", _one_line(error)[:300]
 
 
 def _first_line(error: BaseException) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else ""
+
+
+def _one_line(error: BaseException) -> str:
+    """``Type: first line of the message``, or the type alone when there is no message (a bare MemoryError)."""
+    first = _first_line(error)
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__
 
 
 def _diagnose(

@@ -72,11 +72,12 @@ class SweepOutcome:
 
 
 def model_name(spec: str) -> str:
-    """The name a model's rows and traces go under: its declared name, else the spec as given."""
+    """The name a model's rows and traces go under: its declared name, else the spec's class name."""
     try:
         return meta_of(model_class(spec)).name
     except Exception:  # noqa: BLE001 - the case's own process reports why it cannot load
-        return spec
+        # Not the spec itself: a plug-in's path would put its folder outside the output folder.
+        return spec.rpartition(":")[2] or spec
 
 
 def run_sweep(models: Sequence[str], modes: Sequence[str], options: SweepOptions = SweepOptions()) -> SweepOutcome:
@@ -172,7 +173,10 @@ def _run_case(spec: str, name: str, mode: str, options: SweepOptions) -> CaseRes
     out_dir = Path(options.out_dir)
     device = _device_type(options)
     case_dir = out_dir / name
-    case_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        case_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:  # e.g. a file of the user's where the model's folder would go: left alone
+        return CaseResult(model=name, mode=mode, device=device, status="failed", error=f"cannot write its outputs: {error}")
     log_path = case_dir / f"{mode}-{device}.log"
     partial_log = case_dir / f".{log_path.name}.{os.getpid()}.partial"
     result_path = case_dir / f".{mode}-{device}.result.{os.getpid()}.json"
@@ -190,6 +194,12 @@ def _run_case(spec: str, name: str, mode: str, options: SweepOptions) -> CaseRes
     }
     base = {"model": name, "mode": mode, "device": device, "log": log_path.relative_to(out_dir).as_posix()}
     started = time.perf_counter()
+
+    def ended(status: str, reason: str) -> CaseResult:
+        """The row of a case that could not report one itself."""
+        log.write(f"\n[torchbenchmark] {status}: {reason}\n")
+        return CaseResult(**base, status=status, error=reason, timings_s={"total": round(time.perf_counter() - started, 3)})
+
     try:
         with open(partial_log, "w", encoding="utf-8") as log:
             process = subprocess.Popen(
@@ -201,17 +211,26 @@ def _run_case(spec: str, name: str, mode: str, options: SweepOptions) -> CaseRes
                 returncode = process.wait(timeout=options.timeout_s)
             except subprocess.TimeoutExpired:
                 _kill_tree(process)
-                log.write(f"\n[torchbenchmark] no result after {options.timeout_s:g} s: process tree killed\n")
-                return CaseResult(**base, status="timeout", error=f"no result after {options.timeout_s:g} s; process tree killed")
+                return ended("timeout", f"no result after {options.timeout_s:g} s; process tree killed")
             except BaseException:
                 _kill_tree(process)
+                log.write("\n[torchbenchmark] interrupted: process tree killed\n")
                 raise
-        return _read_result(result_path, returncode, base, time.perf_counter() - started)
+            # A child process the model started can outlive it (above all when it crashed): the
+            # case's session ends with the case, so nothing it started keeps running or writing.
+            _kill_tree(process)
+            row = _read_row(result_path)
+            if row is None:
+                return ended("failed", _death_reason(returncode))
+        row.update(model=name, log=base["log"])  # the worker names a model it could not load by its spec
+        row.setdefault("timings_s", {})["total"] = round(time.perf_counter() - started, 3)
+        return CaseResult.from_dict(row)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.replace(partial_log, log_path)
-        with contextlib.suppress(FileNotFoundError):
-            result_path.unlink()
+        for leftover in (result_path, result_path.with_name(result_path.name + ".partial")):
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
 
 
 def _kill_tree(process: subprocess.Popen[Any]) -> None:
@@ -220,18 +239,19 @@ def _kill_tree(process: subprocess.Popen[Any]) -> None:
     process.wait()
 
 
-def _read_result(path: Path, returncode: int, base: dict[str, Any], wall_s: float) -> CaseResult:
+def _read_row(path: Path) -> dict[str, Any] | None:
     try:
-        row = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        row = None
-    if row is not None:
-        row["log"] = base["log"]
-        row.setdefault("timings_s", {})["total"] = round(wall_s, 3)
-        return CaseResult.from_dict(row)
+        return None
+
+
+def _death_reason(returncode: int) -> str:
+    """Why a case's process ended without a result, from its exit status."""
     if returncode < 0:
-        signame = signal.Signals(-returncode).name
-        reason = OUT_OF_MEMORY_KILL if signame == "SIGKILL" else f"process killed by {signame}"
-    else:
-        reason = f"process exited with status {returncode} before reporting a result"
-    return CaseResult(**base, status="failed", error=reason)
+        try:
+            signame = signal.Signals(-returncode).name
+        except ValueError:  # a real-time signal has no name of its own
+            signame = f"signal {-returncode}"
+        return OUT_OF_MEMORY_KILL if signame == "SIGKILL" else f"process killed by {signame}"
+    return f"process exited with status {returncode} before reporting a result"
