@@ -1,5 +1,10 @@
-"""Shared pytest setup: quiet the profiler's native logging before torch is imported."""
+"""Shared pytest setup: quiet the profiler's native logging, and run in-process tests on one thread."""
 
 import os
 
 os.environ.setdefault("KINETO_LOG_LEVEL", "5")
+
+import torch  # noqa: E402
+
+# Behaviour, not speed, is tested here; one thread avoids intra-op threads spinning on a busy machine.
+torch.set_num_threads(1)
