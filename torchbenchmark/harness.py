@@ -85,7 +85,8 @@ class Budget:
     min_steps: int = 5
     max_steps: int = 500
     steps: int | None = None  # measure exactly this many steps instead
-    edge_calls: int = 3  # whole niter=1 calls timed to price the edge
+    edge_calls: int = 3  # whole niter=1 calls timed to price the edge, at most...
+    edge_s: float = 1.0  # ...until this long is spent (at least one call): slow steps dwarf their edge
     light_steps: int = 3  # active steps in the light profile
     detailed_steps: int = 1  # active steps in the detailed profile
 
@@ -146,7 +147,10 @@ def characterise(model: Any, mode: str, budget: Budget, device: torch.device) ->
     timed_call(model, mode, budget.measured_steps(estimate) + 1, timer)  # +1: the first holds the edge
     steps = StepStats.from_ns(timer.inner_ns())
 
-    calls = [timed_call(model, mode, 1, StepTimer(sync)) for _ in range(budget.edge_calls)]
+    calls: list[int] = []
+    deadline = time.perf_counter_ns() + int(budget.edge_s * 1e9)
+    while len(calls) < budget.edge_calls and (not calls or time.perf_counter_ns() < deadline):
+        calls.append(timed_call(model, mode, 1, StepTimer(sync)))
     call_ms = statistics.median(calls) / 1e6
     return Characterisation(
         steps=steps,
