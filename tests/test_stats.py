@@ -61,3 +61,12 @@ def test_budget_measures_about_measure_s_within_floor_and_cap() -> None:
     assert Budget(steps=7).measured_steps(1e9) == 7
     with pytest.raises(ValueError):
         Budget(min_steps=0)
+
+
+def test_profiles_record_more_steps_of_fast_models() -> None:
+    budget = Budget()  # light: 3 to 50 steps within 1 s; detailed: 1 to 5 within 0.5 s
+    assert budget.profiled_steps("light", step_ms=1000) == 3
+    assert budget.profiled_steps("light", step_ms=100) == 10
+    assert budget.profiled_steps("light", step_ms=0.01) == 50
+    assert budget.profiled_steps("detailed", step_ms=1000) == 1
+    assert budget.profiled_steps("detailed", step_ms=1) == 5

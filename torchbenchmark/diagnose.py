@@ -120,12 +120,11 @@ def _diagnose(
     timings["characterise"] = round(timings["characterise"] - timings["warmup"], 3)
 
     case_dir = out_dir / meta.name
-    profiles = {"light": run_profile(model, mode, device, "light", budget.light_steps, case_dir / trace_name(mode, device, "light"))}
-    lap("light")
-    if detailed:
-        path = case_dir / trace_name(mode, device, "detailed")
-        profiles["detailed"] = run_profile(model, mode, device, "detailed", budget.detailed_steps, path)
-        lap("detailed")
+    profiles = {}
+    for kind in KINDS if detailed else ("light",):
+        active = budget.profiled_steps(kind, measured.steps.median_ms)
+        profiles[kind] = run_profile(model, mode, device, kind, active, case_dir / trace_name(mode, device, kind))
+        lap(kind)
     timings["export"] = round(sum(p.export_s for p in profiles.values()), 3)
 
     light = summarize_trace(profiles["light"].trace_path, top=top)

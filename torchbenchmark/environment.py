@@ -40,6 +40,7 @@ def collect_environment(device: str, threads: int | None, command: str | None = 
         "cpu": cpu_name(),
         "cpu_count": os.cpu_count(),
         "threads": threads or torch.get_num_threads(),
+        "flush_denormal": True,  # each case's process sets it: see torchbenchmark/_worker.py
         "command": command,
         "executable": sys.executable,
         "started_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

@@ -78,8 +78,9 @@ def timed_call(model: Any, mode: str, niter: int, timer: StepTimer) -> int:
 class Budget:
     """How much time a case may spend where. Time limits are targets; step counts are floors and caps."""
 
-    warmup_s: float = 5.0  # stop waiting for a steady step time after this long (then steady=False)
+    warmup_s: float = 8.0  # stop waiting for a steady step time after this long (then steady=False)
     warmup_window: int = 3  # steady when the median of the last window matches the window before
+    # (fewer, down to 2, when two windows of steps would not fit in warmup_s)
     warmup_tolerance: float = 0.05
     measure_s: float = 3.0  # time spent on measured steps, within the floor and cap below
     min_steps: int = 5
@@ -87,8 +88,10 @@ class Budget:
     steps: int | None = None  # measure exactly this many steps instead
     edge_calls: int = 3  # whole niter=1 calls timed to price the edge, at most...
     edge_s: float = 1.0  # ...until this long is spent (at least one call): slow steps dwarf their edge
-    light_steps: int = 3  # active steps in the light profile
-    detailed_steps: int = 1  # active steps in the detailed profile
+    light_steps: int = 3  # active steps in the light profile, at least...
+    light_s: float = 1.0  # ...and as many more as fit in this long, up to 50: fast steps need more for a median
+    detailed_steps: int = 1  # active steps in the detailed profile, at least...
+    detailed_s: float = 0.5  # ...and as many more as fit in this long, up to 5: it is costly per op
 
     def __post_init__(self) -> None:
         for name in ("min_steps", "max_steps", "edge_calls", "light_steps", "detailed_steps", "warmup_window"):
@@ -102,6 +105,13 @@ class Budget:
             return self.steps
         wanted = math.ceil(self.measure_s * 1e9 / max(step_estimate_ns, 1.0))
         return max(self.min_steps, min(self.max_steps, wanted))
+
+    def profiled_steps(self, kind: str, step_ms: float) -> int:
+        """Active steps for the ``light`` or ``detailed`` profile of a model whose step takes ``step_ms``."""
+        floor, seconds, cap = (
+            (self.light_steps, self.light_s, 50) if kind == "light" else (self.detailed_steps, self.detailed_s, 5)
+        )
+        return max(floor, min(cap, int(seconds * 1e3 / max(step_ms, 1e-6))))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,9 +132,10 @@ class Characterisation:
 def warm_up(model: Any, mode: str, budget: Budget, sync: Callable[[], None]) -> tuple[list[int], bool]:
     """Run steps until the step time is steady or ``budget.warmup_s`` is spent; returns their durations."""
     timer = StepTimer(sync)
-    window = budget.warmup_window
     deadline = time.perf_counter_ns() + int(budget.warmup_s * 1e9)
     timed_call(model, mode, 1, timer)  # the first step creates lazy state and is never typical
+    # Two windows must fit in the budget for steadiness to be seen at all: slow models get shorter ones.
+    window = min(budget.warmup_window, max(2, int(budget.warmup_s * 1e9 / (2 * timer.durations_ns[0]))))
     steady = False
     while not steady and time.perf_counter_ns() < deadline:
         estimate = statistics.median(timer.durations_ns[-window:])
