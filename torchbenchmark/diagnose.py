@@ -42,6 +42,9 @@ def collect_diagnostics(
     Writes the case's traces and top-ops table under ``out_dir/<model>/`` and returns its result. A
     failure becomes the result's status and one-line error (the traceback goes to the log), never an
     exception: one bad model must not cost a sweep its other rows.
+
+    A sweep runs each case in a fresh process that flushes denormal floats to zero (see ``_worker``);
+    call ``torch.set_flush_denormal(True)`` first for in-process figures that match a sweep's.
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
@@ -55,9 +58,7 @@ def collect_diagnostics(
         meta = meta_of(cls)
         row.update(model=meta.name, family=meta.family)
         return _diagnose(cls, meta, mode, torch_device, batch_size, Path(out_dir), budget, detailed, config, top, row, timings)
-    except BaseException as error:  # noqa: BLE001 - every failure becomes the case's row
-        if isinstance(error, (KeyboardInterrupt, SystemExit)):
-            raise
+    except Exception as error:  # noqa: BLE001 - every failure becomes the case's row; Ctrl-C still stops
         status, message = describe_failure(error, mode)
         log.error("%s %s %s: %s", row["model"], mode, torch_device.type, message, exc_info=status == "failed")
         return CaseResult(**row, status=status, error=message, timings_s=timings)
