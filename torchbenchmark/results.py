@@ -10,6 +10,11 @@ from torchbenchmark.contract import PHASES
 STATUSES = ("ok", "failed", "timeout", "skipped", "interrupted")
 
 
+def _from_fields(cls: type, data: dict[str, Any]) -> Any:
+    """A flat dataclass from the dict its ``asdict`` gave."""
+    return cls(**{field.name: data[field.name] for field in dataclasses.fields(cls)})
+
+
 @dataclasses.dataclass(frozen=True)
 class StepTime:
     median_ms: float
@@ -37,10 +42,6 @@ class TopOp:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TopOp:
-        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls)})
-
 
 @dataclasses.dataclass(frozen=True)
 class Dispatch:
@@ -54,10 +55,6 @@ class Dispatch:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Dispatch:
-        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls)})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,9 +145,9 @@ class CaseResult:
             detailed_distortion_pct=distortion.get("detailed"),
             edge_distortion_pct=data.get("edge_distortion_pct"),
             phases_pct={phase: phases[phase] for phase in PHASES} if phases else None,
-            dispatch=Dispatch.from_dict(data["dispatch"]) if data.get("dispatch") else None,
+            dispatch=_from_fields(Dispatch, data["dispatch"]) if data.get("dispatch") else None,
             gpu_busy_pct=data.get("gpu_busy_pct"),
-            top_ops=tuple(TopOp.from_dict(op) for op in data.get("top_ops") or ()),
+            top_ops=tuple(_from_fields(TopOp, op) for op in data.get("top_ops") or ()),
             traces=dict(data.get("traces") or {"light": None, "detailed": None}),
             log=data.get("log"),
             warmup_steps=warmup.get("steps"),

@@ -5,13 +5,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from torchbenchmark.contract import BatchSizes, BenchmarkModel, ModelMeta
+from torchbenchmark.contract import BatchSizes, ModelMeta
+from torchbenchmark.models._images import ImageModel
 
 NUM_CLASSES = 91  # COCO's label space, background included, as torchvision's detectors default to
 BOXES_PER_IMAGE = 4
 
 
-class TorchVisionDetector(BenchmarkModel):
+class TorchVisionDetector(ImageModel):
     """A torchvision detector with random weights; a train step sums the model's own loss dict."""
 
     arch: str  # the torchvision.models builder name
@@ -24,12 +25,10 @@ class TorchVisionDetector(BenchmarkModel):
         image_size: int | None = None,
         proposals: int | None = None,
     ) -> None:
-        if image_size is not None:
-            self.image_size = image_size
         # Region proposals kept per image, and sampled for the box head in training; None keeps
         # torchvision's defaults (2000/1000 kept, 512 sampled), whose box head dominates a small image.
         self.proposals = proposals
-        super().__init__(device=device, batch_size=batch_size)
+        super().__init__(device=device, batch_size=batch_size, image_size=image_size)
 
     def build(self) -> nn.Module:
         import torchvision  # heavy: imported only when a detector is built

@@ -6,24 +6,14 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from torchbenchmark.contract import BatchSizes, BenchmarkModel, ModelMeta
+from torchbenchmark.contract import BatchSizes, ModelMeta
+from torchbenchmark.models._images import ImageModel
 
 
-class SegmentationModel(BenchmarkModel):
+class SegmentationModel(ImageModel):
     """Per-pixel cross-entropy of a network's logits against a random mask of ``num_classes`` labels."""
 
     num_classes: int
-    image_size: int
-
-    def __init__(
-        self,
-        device: str | torch.device = "cpu",
-        batch_size: int | None = None,
-        image_size: int | None = None,
-    ) -> None:
-        if image_size is not None:
-            self.image_size = image_size
-        super().__init__(device=device, batch_size=batch_size)
 
     def make_inputs(self, batch_size: int, mode: str, generator: torch.Generator) -> tuple[torch.Tensor, ...]:
         size = self.image_size

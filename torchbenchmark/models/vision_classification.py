@@ -9,7 +9,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from torchbenchmark.contract import BatchSizes, BenchmarkModel, ModelMeta
+from torchbenchmark.contract import BatchSizes, ModelMeta
+from torchbenchmark.models._images import ImageModel
 
 NUM_CLASSES = 1000
 CPU_BATCH_NOTE = (
@@ -18,24 +19,13 @@ CPU_BATCH_NOTE = (
 )
 
 
-class TorchVisionClassifier(BenchmarkModel):
+class TorchVisionClassifier(ImageModel):
     """A torchvision classifier with random weights, trained with cross-entropy on random images."""
 
     arch: str  # the torchvision.models builder name
     image_size: int = 224
     # ViT sizes its position embeddings for one image size, so its builder must be told the size.
     builder_takes_image_size: bool = False
-
-    def __init__(
-        self,
-        device: str | torch.device = "cpu",
-        batch_size: int | None = None,
-        image_size: int | None = None,
-    ) -> None:
-        if image_size is not None:
-            self.image_size = image_size
-        super().__init__(device=device, batch_size=batch_size)
-        self.loss_fn = nn.CrossEntropyLoss()
 
     def build(self) -> nn.Module:
         import torchvision  # heavy: imported only when a classifier is built
@@ -52,7 +42,7 @@ class TorchVisionClassifier(BenchmarkModel):
 
     def loss(self, inputs: tuple[torch.Tensor, ...]) -> torch.Tensor:
         images, labels = inputs
-        return self.loss_fn(self.module(images), labels)
+        return nn.functional.cross_entropy(self.module(images), labels)
 
 
 def classifier(
