@@ -31,6 +31,7 @@ from _report import append, interleaved, median_of_ratios, ratio_of_medians
 from harness_overhead import build, harness_median_ms
 from torchbenchmark.harness import Budget
 from torchbenchmark.profiling import run_profile
+from torchbenchmark.steady import steady_process
 
 COST_TARGET = 1.02  # light / bare profiler
 LIGHT_DISTORTION_TARGET_PCT = 5.0
@@ -61,6 +62,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tiny-rounds", type=int, default=30, help="rounds for models under 10 ms a step")
     args = parser.parse_args()
+    steady_process()  # set up as a sweep sets up each case's process
     budget = Budget()
     tmp = Path(tempfile.mkdtemp(prefix="profiler_cost."))
 

@@ -17,6 +17,7 @@ import torch  # noqa: E402
 
 from torchbenchmark.diagnose import collect_diagnostics  # noqa: E402
 from torchbenchmark.harness import Budget  # noqa: E402
+from torchbenchmark.steady import steady_process  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
@@ -27,10 +28,7 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="[%(name)s] %(levelname)s %(message)s")
     if request["threads"]:
         torch.set_num_threads(request["threads"])
-    # A model trained for many steps on one fixed batch drives its loss to zero and its gradients into
-    # denormal floats, which the CPU handles up to 100x slower: vit_b_16's train step went from 0.7 s to
-    # 30 s mid-measurement. Real training rarely gets there, so the harness flushes them to zero.
-    torch.set_flush_denormal(True)
+    steady_process()  # the same steady state in every case's process: see torchbenchmark/steady.py
     result = collect_diagnostics(
         request["model"],
         mode=request["mode"],

@@ -43,8 +43,8 @@ def collect_diagnostics(
     failure becomes the result's status and one-line error (the traceback goes to the log), never an
     exception: one bad model must not cost a sweep its other rows.
 
-    A sweep runs each case in a fresh process that flushes denormal floats to zero (see ``_worker``);
-    call ``torch.set_flush_denormal(True)`` first for in-process figures that match a sweep's.
+    A sweep runs each case in a fresh process set up by ``torchbenchmark.steady.steady_process``; call
+    it first for in-process figures that match a sweep's.
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")

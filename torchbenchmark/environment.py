@@ -11,6 +11,8 @@ from typing import Any
 
 import torch
 
+from torchbenchmark.steady import malloc_setting
+
 
 def cpu_name() -> str:
     try:
@@ -40,7 +42,9 @@ def collect_environment(device: str, threads: int | None, command: str | None = 
         "cpu": cpu_name(),
         "cpu_count": os.cpu_count(),
         "threads": threads or torch.get_num_threads(),
-        "flush_denormal": True,  # each case's process sets it: see torchbenchmark/_worker.py
+        # What each case's process sets for a steady step time: see torchbenchmark/steady.py.
+        "flush_denormal": True,
+        "malloc": malloc_setting(),
         "command": command,
         "executable": sys.executable,
         "started_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

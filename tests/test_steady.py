@@ -1,0 +1,71 @@
+"""The process settings of torchbenchmark/steady.py: freed tensor memory stays in the process, denormals flush."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+
+import pytest
+
+from torchbenchmark import steady
+
+ON_GLIBC = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+
+# Allocates, touches and frees a 64 MiB tensor: ten times to warm up (the heap takes a few rounds to
+# settle), then nine times counting page faults. glibc maps a block that large afresh each time and
+# faults its pages in again, unless told to keep freed memory.
+CHURN = """
+import json, resource, sys, torch
+from torchbenchmark.steady import steady_process
+setting = steady_process() if sys.argv[1] == "steady" else None
+for _ in range(10):
+    torch.ones(16 << 20)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(9):
+    torch.ones(16 << 20)
+faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+print(json.dumps({"faults": faults, "setting": setting}))
+"""
+
+
+def churn(variant: str, **env: str) -> dict:
+    """Run CHURN in a fresh process with no allocator setting of the user's, plus ``env``."""
+    clean = {key: value for key, value in os.environ.items() if key not in ("LD_PRELOAD", "GLIBC_TUNABLES")}
+    done = subprocess.run([sys.executable, "-c", CHURN, variant], capture_output=True, text=True, env={**clean, **env}, check=True)
+    return json.loads(done.stdout)
+
+
+@pytest.mark.skipif(not ON_GLIBC, reason="the allocator setting applies to glibc's malloc only")
+def test_steady_process_keeps_freed_tensor_memory_instead_of_faulting_it_in_every_time() -> None:
+    default, kept = churn("default"), churn("steady")
+    pages = 9 * (64 << 20) // 4096
+    assert default["faults"] > pages // 2, default  # the churn this guards against, measured as it happens
+    assert kept["faults"] < pages // 100, kept
+    assert kept["setting"] == steady.GLIBC_KEEPS_MEMORY
+
+
+def test_a_users_own_allocator_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LD_PRELOAD", raising=False)
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=2")
+    assert steady.malloc_setting() == "the user's: GLIBC_TUNABLES=glibc.malloc.arena_max=2"
+    monkeypatch.delenv("GLIBC_TUNABLES")
+    monkeypatch.setenv("LD_PRELOAD", "/usr/lib/libjemalloc.so.2")
+    assert steady.malloc_setting() == "the user's: LD_PRELOAD=/usr/lib/libjemalloc.so.2"
+
+
+@pytest.mark.skipif(not ON_GLIBC, reason="the allocator setting applies to glibc's malloc only")
+def test_a_users_tunables_win_over_ours() -> None:
+    user = churn("steady", GLIBC_TUNABLES="glibc.malloc.mmap_threshold=1048576")
+    assert user["setting"].startswith("the user's") and user["faults"] > 9 * (64 << 20) // 4096 // 2
+
+
+def test_denormals_are_flushed() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "import torch; from torchbenchmark.steady import steady_process; steady_process();"
+         "print(torch.tensor([1e-40]).mul(1.0).item())"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert float(done.stdout) == 0.0
