@@ -2,9 +2,10 @@
 
     python benchmarks/repeatability.py [--models m1,m2,...] [-- EXTRA diagnostics.py FLAGS]
 
-Each model runs as ``diagnostics.py --models M --modes eval,train --no-detailed --out A``, then into B
-(the order reverses for every model), so both sweeps see the same stretch of load. A case's difference
-is |median A - median B| over the smaller of the two; the target is <= 5% for at least 90% of cases.
+Each case runs as ``diagnostics.py --models M --modes MODE --no-detailed --out A``, then into B (the
+order reverses every case), so the two runs of a case are seconds apart and see the same stretch of
+load. A case's difference is |median A - median B| over the smaller of the two; the target is <= 5%
+for at least 90% of cases. ``noise_floor.py`` measures how well this machine lets any two agree.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ DIFF_TARGET_PCT = 5.0
 SHARE_TARGET_PCT = 90.0
 
 
-def sweep(model: str, out: Path, extra: list[str]) -> list[str]:
-    argv = ["diagnostics.py", "--models", model, "--modes", "eval,train", "--no-detailed", "--no-progress",
+def sweep(model: str, mode: str, out: Path, extra: list[str]) -> list[str]:
+    argv = ["diagnostics.py", "--models", model, "--modes", mode, "--no-detailed", "--no-progress",
             "--out", str(out), *extra]  # fmt: skip
     env = dict(os.environ, KINETO_LOG_LEVEL="5", HF_HUB_OFFLINE="1")
     subprocess.run([sys.executable, *argv], cwd=ROOT, env=env, check=False)
@@ -50,9 +51,10 @@ def main() -> None:
     outs = [root / "A", root / "B"]
 
     commands = []
-    for index, model in enumerate(args.models.split(",")):
+    cases = [(model, mode) for model in args.models.split(",") for mode in ("eval", "train")]
+    for index, (model, mode) in enumerate(cases):
         for out in outs if index % 2 == 0 else reversed(outs):
-            commands.append(sweep(model, out, args.extra))
+            commands.append(sweep(model, mode, out, args.extra))
     a, b = medians(outs[0]), medians(outs[1])
 
     rows = []
@@ -67,7 +69,7 @@ def main() -> None:
     notes = (
         f"{within} of {len(rows)} cases within {DIFF_TARGET_PCT:g}% ({share:.0f}%; target >= {SHARE_TARGET_PCT:g}%: "
         f"{'met' if share >= SHARE_TARGET_PCT and len(rows) >= 8 else 'missed'}). "
-        f"Each sweep, per model, interleaved: `{' '.join(commands[0]).replace(str(outs[0]), 'A')}` (and into B)."
+        f"Each sweep, per case, interleaved: `{' '.join(commands[0]).replace(str(outs[0]), 'A')}` (and into B)."
         + (f" Cases ok in only one sweep: {missing}." if missing else "")
     )
     append("5. Repeatability of median step times across two sweeps", table, notes)

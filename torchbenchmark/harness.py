@@ -84,7 +84,7 @@ class Budget:
     warmup_tolerance: float = 0.05
     measure_s: float = 3.0  # time spent on measured steps, within the floor and cap below
     min_steps: int = 5
-    max_steps: int = 500
+    max_steps: int = 100_000  # a cap for runaway counts only: a 0.2 ms step still gets its 3 s
     steps: int | None = None  # measure exactly this many steps instead
     edge_calls: int = 3  # whole niter=1 calls timed to price the edge, at most...
     edge_s: float = 1.0  # ...until this long is spent (at least one call): slow steps dwarf their edge
