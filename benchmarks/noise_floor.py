@@ -3,10 +3,11 @@
     python benchmarks/noise_floor.py [--cases mobilenet_v2:eval,dlrm:eval,...] [--blocks 10]
 
 For each case, one process (set up as a sweep's is) builds the model, warms it up with the harness,
-then takes ``--blocks`` measurements back to back, each exactly as characterisation takes one (about
-3 s of steps, their median). Nothing differs between the blocks but the moment they were taken, so
-the share of block pairs within 5% of each other is the best that two sweeps on this machine, at this
-time, can reach: the ceiling for ``repeatability.py``.
+then takes ``--blocks`` measurements back to back, each exactly as characterisation takes one window
+(about 2 s of steps, their median). Nothing differs between the blocks but the moment they were taken,
+so the share of block pairs within 5% of each other is how often two single windows agree on this
+machine at this time: what characterisation's agreeing windows improve on, and a guide to the ceiling
+for ``repeatability.py``.
 """
 
 from __future__ import annotations
@@ -61,8 +62,8 @@ def main() -> None:
     )
     notes = (
         f"{args.blocks} blocks per case, back to back in one warm process, {torch.get_num_threads()} threads. "
-        f"Pairs of blocks within {DIFF_PCT:g}%, averaged over cases: {statistics.mean(pooled):.0f}%: the most "
-        f"two sweeps could agree on this machine at this time."
+        f"Pairs of blocks within {DIFF_PCT:g}%, averaged over cases: {statistics.mean(pooled):.0f}%: how often "
+        f"two single windows agree on this machine at this time."
     )
     append("5c. Noise floor: repeated measurements in one warm process", table, notes)
 

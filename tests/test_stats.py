@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from torchbenchmark.harness import Budget, StepTimer
+from torchbenchmark.harness import Budget, StepTimer, closest_pair, measure_windows
 from torchbenchmark.stats import StepStats, is_steady, relative_change_pct
 
 
@@ -61,6 +63,8 @@ def test_budget_measures_about_measure_s_within_floor_and_cap() -> None:
     assert Budget(steps=7).measured_steps(1e9) == 7
     with pytest.raises(ValueError):
         Budget(min_steps=0)
+    with pytest.raises(ValueError):
+        Budget(windows=1)
 
 
 def test_profiles_record_more_steps_of_fast_models() -> None:
@@ -70,3 +74,47 @@ def test_profiles_record_more_steps_of_fast_models() -> None:
     assert budget.profiled_steps("light", step_ms=0.01) == 50
     assert budget.profiled_steps("detailed", step_ms=1000) == 1
     assert budget.profiled_steps("detailed", step_ms=1) == 5
+
+
+def test_closest_pair_keeps_the_two_windows_that_agree_and_drops_the_odd_one() -> None:
+    windows = [[100, 100, 100], [150, 150, 150], [101, 99, 101]]
+    kept, diff = closest_pair(windows)
+    assert kept == [windows[0], windows[2]]
+    assert diff == pytest.approx(1.0)
+    assert closest_pair([[5, 6]]) == ([[5, 6]], 0.0)
+
+
+class Paced:
+    """A model whose steps take the given milliseconds, one entry per measurement window."""
+
+    def __init__(self, *window_ms: float) -> None:
+        self.window_ms = list(window_ms)
+
+    def eval(self, niter: int, step_fn) -> None:
+        ms = self.window_ms.pop(0)
+        for _ in range(niter):
+            time.sleep(ms / 1e3)
+            step_fn()
+
+
+@pytest.mark.parametrize(
+    ("window_ms", "taken", "kept_ms", "agree"),
+    [
+        ((4, 4), 2, 4, True),  # two that agree end it
+        ((4, 12, 4), 3, 4, True),  # a window in a spell of load is outvoted by a third
+        ((4, 12, 36), 3, None, False),  # none agree: the machine is too noisy to trust
+    ],
+)
+def test_measure_windows_until_two_agree(window_ms, taken, kept_ms, agree) -> None:
+    budget = Budget(window_tolerance=0.5)  # sleep() overshoots a little and unevenly
+    windows = measure_windows(Paced(*window_ms), "eval", budget, count=5, sync=lambda: None)
+    assert len(windows) == taken
+    kept, diff = closest_pair(windows)
+    assert (diff <= 50) == agree
+    if kept_ms is not None:
+        assert all(kept_ms * 1e6 <= d < 2 * kept_ms * 1e6 for window in kept for d in window)
+
+
+def test_an_exact_step_count_is_one_window() -> None:
+    windows = measure_windows(Paced(4), "eval", Budget(steps=6), count=6, sync=lambda: None)
+    assert [len(w) for w in windows] == [6]

@@ -19,7 +19,7 @@ ROWS = [
         dispatch=Dispatch("compute-bound", 0.0071, 4315.0, 28.6, 1.3),
         top_ops=(TopOp("aten::convolution_backward", 380.0, 53.0, 46.8),),
         traces={"light": "resnet50/train-cpu.pt.trace.json.gz", "detailed": "resnet50/train-cpu-detailed.pt.trace.json.gz"},
-        warmup_steps=7, steady=True,
+        warmup_steps=7, steady=True, windows=2, window_diff_pct=0.8, windows_agree=True,
     ),
     CaseResult(
         model="pyhpc_equation_of_state", mode="eval", device="cpu", status="ok", batch_size=1024, family="scientific",
@@ -33,6 +33,7 @@ ROWS = [
         step_time=StepTime(median_ms=95.25, iqr_ms=3.1, min_ms=90.0, n=32),
         light_distortion_pct=-0.4, detailed_distortion_pct=20.1, edge_distortion_pct=0.1,
         dispatch=Dispatch("mixed", 0.31, 385.0, 28.1, 1.3), warmup_steps=9, steady=True,
+        windows=3, window_diff_pct=7.4, windows_agree=False,
     ),
     CaseResult(model="dlrm", mode="train", device="cpu", status="failed", error="out of memory; try a smaller --batch-size (MemoryError: )"),
     CaseResult(model="hang", mode="eval", device="cpu", status="timeout", error="no result after 5 s; process tree killed"),
@@ -55,6 +56,7 @@ def test_json_has_the_pinned_fields_and_round_trips() -> None:
     assert row["phases_pct"] == {"forward": 33.3, "backward": 62.1, "optimizer": 4.2}
     assert set(row["dispatch"]) >= {"verdict", "overhead_fraction", "ops_per_step", "median_op_us"}
     assert row["traces"] == {"light": "resnet50/train-cpu.pt.trace.json.gz", "detailed": "resnet50/train-cpu-detailed.pt.trace.json.gz"}
+    assert row["measurement"] == {"windows": 2, "diff_pct": 0.8, "agree": True}
     failed = next(r for r in document["results"] if r["status"] == "failed")
     for key in ("model", "mode", "device", "batch_size", "status", "error", "step_time_ms", "edge_distortion_pct", "dispatch", "traces"):
         assert key in failed

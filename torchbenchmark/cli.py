@@ -85,7 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", default="auto", help="auto (cuda when available, else cpu), cpu, cuda or cuda:N")
     parser.add_argument("--out", default="traces", help="output folder (default: traces)")
     parser.add_argument("--batch-size", type=_positive_int, help="batch size for every case (default: each model's)")
-    parser.add_argument("--steps", type=_positive_int, help="measure exactly this many steps (default: ~3 s worth, at least 5)")
+    parser.add_argument(
+        "--steps", type=_positive_int, help="measure one window of exactly this many steps (default: ~2 s windows until two agree)"
+    )
     parser.add_argument("--timeout", type=_positive_float, default=600.0, help="seconds per case before it is killed (default: 600)")
     parser.add_argument("--threads", type=_positive_int, help="torch intra-op threads per case (default: torch's)")
     parser.add_argument("--no-detailed", action="store_true", help="skip the detailed profile")

@@ -158,6 +158,9 @@ def _diagnose(
                 for kind in KINDS},
         warmup_steps=measured.warmup_steps,
         steady=measured.steady,
+        windows=measured.windows,
+        window_diff_pct=measured.window_diff_pct,
+        windows_agree=measured.windows_agree,
         timings_s=timings,
     )
 

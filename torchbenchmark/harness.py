@@ -1,4 +1,5 @@
-"""Characterisation: warm a model up until its step time is steady, then time its steps and its calls.
+"""Characterisation: warm a model up until its step time is steady, then time its steps, in windows that
+must agree with each other, and its calls.
 
 Steps are timed through ``step_fn``: the contract calls it once at the end of every step, so the time
 between two calls is one step, with nothing of the harness inside it. The first step of each
@@ -9,6 +10,7 @@ separately to price that *edge* cost.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import statistics
 import time
@@ -82,10 +84,12 @@ class Budget:
     warmup_window: int = 3  # steady when the median of the last window matches the window before
     # (fewer, down to 2, when two windows of steps would not fit in warmup_s)
     warmup_tolerance: float = 0.05
-    measure_s: float = 3.0  # time spent on measured steps, within the floor and cap below
-    min_steps: int = 5
-    max_steps: int = 100_000  # a cap for runaway counts only: a 0.2 ms step still gets its 3 s
-    steps: int | None = None  # measure exactly this many steps instead
+    measure_s: float = 2.0  # time spent on the measured steps of one window, within the floor and cap below
+    min_steps: int = 3  # per window
+    max_steps: int = 100_000  # a cap for runaway counts only: a 0.2 ms step still gets its 2 s
+    windows: int = 3  # measure windows until two agree, at most this many (at least two)...
+    window_tolerance: float = 0.03  # ...within this much of each other's median
+    steps: int | None = None  # measure exactly this many steps instead, in one window
     edge_calls: int = 3  # whole niter=1 calls timed to price the edge, at most...
     edge_s: float = 1.0  # ...until this long is spent (at least one call): slow steps dwarf their edge
     light_steps: int = 3  # active steps in the light profile, at least...
@@ -97,6 +101,8 @@ class Budget:
         for name in ("min_steps", "max_steps", "edge_calls", "light_steps", "detailed_steps", "warmup_window"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
+        if self.windows < 2:
+            raise ValueError("windows must be at least 2: one window cannot be checked against another")
         if self.steps is not None and self.steps < 1:
             raise ValueError("steps must be at least 1")
 
@@ -116,9 +122,12 @@ class Budget:
 
 @dataclasses.dataclass(frozen=True)
 class Characterisation:
-    steps: StepStats
+    steps: StepStats  # the steps of the two windows that agreed best
     warmup_steps: int
     steady: bool  # False when warmup ran out of time before the step time settled
+    windows: int  # measurement windows taken
+    window_diff_pct: float  # how far apart the medians of the two kept windows are
+    windows_agree: bool  # False when no two windows came within Budget.window_tolerance: a noisy machine
     edge_ms: float  # median whole-call time of niter=1 minus the median step time
     warmup_s: float
     measure_s: float
@@ -146,17 +155,49 @@ def warm_up(model: Any, mode: str, budget: Budget, sync: Callable[[], None]) -> 
     return timer.durations_ns, steady
 
 
+def measure_windows(model: Any, mode: str, budget: Budget, count: int, sync: Callable[[], None]) -> list[list[int]]:
+    """Time ``count`` steps per window until two windows' medians agree within ``budget.window_tolerance``.
+
+    A shared machine has spells of load that last seconds: one window can fall in one and read 10 to 20%
+    slow while its steps look steady. A second window taken right after checks it, and a third, only
+    when the two disagree, outvotes the odd one. ``budget.steps`` asks for one window of exactly that many.
+    """
+    windows: list[list[int]] = []
+    while True:
+        timer = StepTimer(sync)
+        timed_call(model, mode, count + 1, timer)  # +1: the first step holds the call's edge
+        windows.append(timer.inner_ns())
+        if budget.steps is not None or len(windows) == budget.windows:
+            return windows
+        if len(windows) >= 2 and closest_pair(windows)[1] <= 100 * budget.window_tolerance:
+            return windows
+
+
+def closest_pair(windows: list[list[int]]) -> tuple[list[list[int]], float]:
+    """The two windows whose medians are nearest, and how far apart they are in percent (one: itself, 0)."""
+    if len(windows) == 1:
+        return windows, 0.0
+    medians = [statistics.median(window) for window in windows]
+
+    def diff_pct(pair: tuple[int, int]) -> float:
+        a, b = medians[pair[0]], medians[pair[1]]
+        return 100 * abs(a - b) / min(a, b)
+
+    best = min(itertools.combinations(range(len(windows)), 2), key=diff_pct)
+    return [windows[i] for i in best], diff_pct(best)
+
+
 def characterise(model: Any, mode: str, budget: Budget, device: torch.device) -> Characterisation:
-    """Warm up, measure steps for a median and IQR, then time whole calls for the edge cost."""
+    """Warm up, measure windows of steps for a median and IQR, then time whole calls for the edge cost."""
     sync = device_sync(device)
     started = time.perf_counter()
     warmup, steady = warm_up(model, mode, budget, sync)
     warmed = time.perf_counter()
 
-    estimate = statistics.median(warmup[-budget.warmup_window :])
-    timer = StepTimer(sync)
-    timed_call(model, mode, budget.measured_steps(estimate) + 1, timer)  # +1: the first holds the edge
-    steps = StepStats.from_ns(timer.inner_ns())
+    count = budget.measured_steps(statistics.median(warmup[-budget.warmup_window :]))
+    windows = measure_windows(model, mode, budget, count, sync)
+    kept, diff = closest_pair(windows)
+    steps = StepStats.from_ns([d for window in kept for d in window])
 
     calls: list[int] = []
     deadline = time.perf_counter_ns() + int(budget.edge_s * 1e9)
@@ -167,6 +208,9 @@ def characterise(model: Any, mode: str, budget: Budget, device: torch.device) ->
         steps=steps,
         warmup_steps=len(warmup),
         steady=steady,
+        windows=len(windows),
+        window_diff_pct=diff,
+        windows_agree=len(kept) == 1 or diff <= 100 * budget.window_tolerance,
         edge_ms=call_ms - steps.median_ms,
         warmup_s=warmed - started,
         measure_s=time.perf_counter() - warmed,

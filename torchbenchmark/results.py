@@ -80,6 +80,9 @@ class CaseResult:
     log: str | None = None  # path of the case's full log, relative to the output folder
     warmup_steps: int | None = None
     steady: bool | None = None
+    windows: int | None = None  # measurement windows taken: see harness.measure_windows
+    window_diff_pct: float | None = None  # between the medians of the two windows kept
+    windows_agree: bool | None = None  # False: no two windows agreed, the machine was too noisy to trust
     timings_s: dict[str, float] = dataclasses.field(default_factory=dict)  # where the case's wall time went
 
     def __post_init__(self) -> None:
@@ -124,6 +127,7 @@ class CaseResult:
             "traces": dict(self.traces),
             "log": self.log,
             "warmup": {"steps": self.warmup_steps, "steady": self.steady},
+            "measurement": {"windows": self.windows, "diff_pct": self.window_diff_pct, "agree": self.windows_agree},
             "timings_s": dict(self.timings_s),
         }
 
@@ -131,6 +135,7 @@ class CaseResult:
     def from_dict(cls, data: dict[str, Any]) -> CaseResult:
         distortion = data.get("profiler_distortion_pct") or {}
         warmup = data.get("warmup") or {}
+        measurement = data.get("measurement") or {}
         phases = data.get("phases_pct")
         return cls(
             model=data["model"],
@@ -152,5 +157,8 @@ class CaseResult:
             log=data.get("log"),
             warmup_steps=warmup.get("steps"),
             steady=warmup.get("steady"),
+            windows=measurement.get("windows"),
+            window_diff_pct=measurement.get("diff_pct"),
+            windows_agree=measurement.get("agree"),
             timings_s=dict(data.get("timings_s") or {}),
         )

@@ -60,8 +60,18 @@ def table_row(result: CaseResult) -> list[str]:
         _number(dispatch.median_op_us if dispatch else None, 1),
         _number(100 * dispatch.overhead_fraction if dispatch else None, 1),
         dispatch.verdict if dispatch else "",
-        result.error or ("" if result.steady in (None, True) else "warmup not steady"),
+        result.error or note(result),
     ]
+
+
+def note(result: CaseResult) -> str:
+    """Why an ok row's figure deserves less trust than the others', or nothing."""
+    notes = []
+    if result.steady is False:
+        notes.append("warmup not steady")
+    if result.windows_agree is False:
+        notes.append(f"noisy: windows {result.window_diff_pct:.0f}% apart")
+    return "; ".join(notes)
 
 
 def render_table(results: Iterable[CaseResult]) -> str:
