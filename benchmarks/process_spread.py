@@ -1,13 +1,14 @@
 """Process spread: is a step-time difference between two sweeps made inside a process or between processes?
 
-    python benchmarks/process_spread.py [--model mobilenet_v2] [--mode eval] [--processes 4] [--repeats 3]
+    python benchmarks/process_spread.py [--model mobilenet_v2] [--mode eval] [--processes 4] [--rounds 6]
                                         [--setups steady,default]
 
-Each fresh process builds the model once and characterises it ``--repeats`` times with the default
-budget, then counts the minor page faults of five more steps. Repeats that agree while processes
-disagree put the spread in the process, where no amount of measuring inside it can remove it.
-``steady`` sets the process up as a sweep does (``torchbenchmark.steady.steady_process``); ``default``
-leaves glibc's malloc as it comes. The processes of the two setups alternate, so both see the same load.
+``--processes`` fresh processes per setup each build and warm up the model, then stay alive and take
+turns: every round, each process in turn measures one window of steps as characterisation does
+(about 2 s) and counts the minor page faults of five more. Taking turns gives every process the same
+spells of load, so what still differs between their medians is the process itself. ``steady`` sets a
+process up as a sweep does (``torchbenchmark.steady.steady_process``); ``default`` leaves glibc's malloc
+as it comes (denormals are flushed in both, so only the allocator differs).
 """
 
 from __future__ import annotations
@@ -26,20 +27,27 @@ from _report import append
 ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = """
-import resource, sys, torch
+import resource, statistics, sys, torch
 import torchbenchmark as tb
-from torchbenchmark.harness import Budget, StepTimer, characterise, timed_call
+from torchbenchmark.harness import Budget, StepTimer, timed_call, warm_up
 from torchbenchmark.steady import steady_process
-if sys.argv[4] == "steady":
+name, mode, setup = sys.argv[1:4]
+if setup == "steady":
     steady_process()
 else:
-    torch.set_flush_denormal(True)  # the other half of steady_process, so only the allocator differs
-model = tb.load_model(sys.argv[1])
-for _ in range(int(sys.argv[3])):
-    median_ms = characterise(model, sys.argv[2], Budget(), torch.device("cpu")).steps.median_ms
+    torch.set_flush_denormal(True)
+model = tb.load_model(name)
+budget = Budget()
+warmup, _ = warm_up(model, mode, budget, lambda: None)
+count = budget.measured_steps(statistics.median(warmup[-budget.warmup_window:]))
+print("ready", flush=True)
+for _ in sys.stdin:
+    timer = StepTimer()
+    timed_call(model, mode, count + 1, timer)
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    timed_call(model, sys.argv[2], 5, StepTimer())  # five more warm steps, for their page faults
-    print(median_ms, (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults) / 5)
+    timed_call(model, mode, 5, StepTimer())
+    faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults) / 5
+    print(statistics.median(timer.inner_ns()) / 1e6, faults, flush=True)
 """
 
 
@@ -52,31 +60,56 @@ def main() -> None:
     parser.add_argument("--model", default="mobilenet_v2")
     parser.add_argument("--mode", default="eval", choices=("eval", "train"))
     parser.add_argument("--processes", type=int, default=4, help="per setup")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--setups", default="steady,default")
     args = parser.parse_args()
 
     env = {**os.environ, "KINETO_LOG_LEVEL": "5"}
     setups = args.setups.split(",")
-    rows, firsts = [], {setup: [] for setup in setups}
-    for index in range(args.processes):
-        for setup in setups if index % 2 == 0 else reversed(setups):
-            done = subprocess.run([sys.executable, "-c", CHILD, args.model, args.mode, str(args.repeats), setup],
-                                  capture_output=True, text=True, check=True, env=env, cwd=ROOT)  # fmt: skip
-            pairs = [line.split() for line in done.stdout.splitlines()]
-            medians = [float(median) for median, _ in pairs]
-            faults = statistics.median(float(f) for _, f in pairs)
-            firsts[setup].append(medians[0])
-            rows.append((setup, index + 1, *medians, spread_pct(medians), faults))
-    rows.sort(key=lambda row: (setups.index(row[0]), row[1]))
-    headers = ["setup", "process", *[f"median ms #{i + 1}" for i in range(args.repeats)], "within-process spread %",
-               "page faults / step"]  # fmt: skip
-    table = tabulate(rows, headers=headers, floatfmt=".1f")
-    notes = "Between processes (first repeats), " + "; ".join(
-        f"{setup}: {min(values):.1f} to {max(values):.1f} ms, {spread_pct(values):.1f}% spread"
-        for setup, values in firsts.items()
-    ) + f". {args.model} {args.mode}."
-    append("5b. Process spread of the median step time", table, notes)
+    # Processes of the setups alternate in the turn order, so neither setup always goes first.
+    order = [(setup, index) for index in range(args.processes) for setup in setups]
+    workers = {
+        key: subprocess.Popen([sys.executable, "-c", CHILD, args.model, args.mode, key[0]], cwd=ROOT, env=env,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        for key in order
+    }  # fmt: skip
+    for worker in workers.values():
+        if worker.stdout.readline().strip() != "ready":
+            raise SystemExit(f"a worker failed to start: exit {worker.wait()}")
+    medians: dict[tuple[str, int], list[float]] = {key: [] for key in order}
+    faults: dict[tuple[str, int], list[float]] = {key: [] for key in order}
+    for _ in range(args.rounds):
+        for key in order:
+            workers[key].stdin.write("measure\n")
+            workers[key].stdin.flush()
+            median, fault = workers[key].stdout.readline().split()
+            medians[key].append(float(median))
+            faults[key].append(float(fault))
+    for worker in workers.values():
+        worker.stdin.close()
+        worker.wait()
+
+    rows = [
+        (setup, index + 1, statistics.median(medians[setup, index]), spread_pct(medians[setup, index]),
+         statistics.median(faults[setup, index]))
+        for setup in setups for index in range(args.processes)
+    ]  # fmt: skip
+    table = tabulate(
+        rows,
+        headers=["setup", "process", "median of rounds ms", "within-process spread %", "page faults / step"],
+        floatfmt=("", "", ".1f", ".1f", ".0f"),
+    )
+    per_setup = {setup: [row[2] for row in rows if row[0] == setup] for setup in setups}
+    notes = (
+        f"{args.model} {args.mode}, {args.processes} processes per setup taking turns for {args.rounds} rounds. "
+        "Between processes: "
+        + "; ".join(
+            f"{setup}: {min(values):.1f} to {max(values):.1f} ms, {spread_pct(values):.1f}% spread"
+            for setup, values in per_setup.items()
+        )
+        + "."
+    )
+    append("5b. Process spread of the median step time, processes taking turns", table, notes)
 
 
 if __name__ == "__main__":
