@@ -8,11 +8,12 @@ reaches the same steady state every time. Two things stood in the way on the CPU
   so each step page-faults its activations in again: `mobilenet_v2` eval took 160,000 minor faults
   (about 600 MB of zeroed pages) per step. The threshold adapts to the sizes the process has freed
   so far, so how much of a step went to faults was decided by the order of early allocations, and
-  fixed for the life of the process: the same model measured 235 ms in one process and 332 ms in
-  another. Keeping freed memory in the heap (no mmap'd chunks, no trimming) made it 0 faults and
-  156 to 172 ms in every process. On a GPU PyTorch's caching allocator already does this; on the
-  CPU, PyTorch's own launcher (``torch.backends.xeon.run_cpu``) preloads jemalloc or tcmalloc
-  configured to keep freed memory for the same reason. Peak memory grew by 1 to 3%.
+  fixed for the life of the process: four processes taking turns measured 205 to 264 ms a step.
+  Keeping freed memory in the heap (no mmap'd chunks, no trimming) made it 0 faults and 127 to
+  133 ms in every process (``benchmarks/process_spread.py``), for 1 to 3% more peak memory. On a
+  GPU PyTorch's caching allocator already keeps freed memory; on the CPU, PyTorch's own launcher
+  (``torch.backends.xeon.run_cpu``) preloads jemalloc or tcmalloc configured to keep it, for the same
+  reason.
 - **Denormal floats.** A model trained on one fixed batch drives its loss to zero and its gradients
   into denormals, which the CPU handles up to 100x slower: `vit_b_16`'s train step went from 0.7 s to
   30 s mid-measurement. Real training rarely gets there, so they are flushed to zero.
