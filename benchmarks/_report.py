@@ -38,12 +38,9 @@ def median_of_ratios(a: Sequence[float], b: Sequence[float]) -> float:
 def header() -> str:
     import torch
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            cpu = next(line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    from torchbenchmark.environment import cpu_name
+
+    cpu = cpu_name()
     load = "%.2f %.2f %.2f" % os.getloadavg()
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     return (

@@ -1,10 +1,13 @@
-"""What the image models share: square inputs whose side a smoke configuration can shrink."""
+"""What the image models share: square inputs whose side a smoke configuration can shrink, and one way
+to make a registry entry for a torchvision architecture on a family's template."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
-from torchbenchmark.contract import BenchmarkModel
+from torchbenchmark.contract import BatchSizes, BenchmarkModel, ModelMeta
 
 
 class ImageModel(BenchmarkModel):
@@ -21,3 +24,28 @@ class ImageModel(BenchmarkModel):
         if image_size is not None:
             self.image_size = image_size
         super().__init__(device=device, batch_size=batch_size)
+
+
+def torchvision_entry(
+    template: type[ImageModel],
+    arch: str,
+    family: str,
+    batch_sizes: tuple[int, int, int],
+    smoke: dict[str, Any],
+    note: str,
+    **attributes: Any,
+) -> type:
+    """A registry entry for the torchvision model ``arch`` on ``template``: metadata only, no behaviour.
+
+    ``batch_sizes`` is (cpu_train, cpu_eval, cuda): CUDA trains and evaluates at one size. The entry
+    reports the template's module as its own, where its factory (``classifier``, ...) defines it.
+    """
+    cpu_train, cpu_eval, cuda = batch_sizes
+    meta = ModelMeta(
+        name=arch,
+        family=family,
+        batch_sizes=BatchSizes(cpu_train=cpu_train, cpu_eval=cpu_eval, cuda_train=cuda, cuda_eval=cuda),
+        smoke=smoke,
+        note=note,
+    )
+    return type(arch, (template,), {"arch": arch, "meta": meta, "__module__": template.__module__, **attributes})

@@ -5,8 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from torchbenchmark.contract import BatchSizes, ModelMeta
-from torchbenchmark.models._images import ImageModel
+from torchbenchmark.models._images import ImageModel, torchvision_entry
 
 NUM_CLASSES = 91  # COCO's label space, background included, as torchvision's detectors default to
 BOXES_PER_IMAGE = 4
@@ -75,14 +74,8 @@ class TorchVisionDetector(ImageModel):
 
 def detector(arch: str, cpu_train: int, cpu_eval: int, cuda: int = 8, note: str = "") -> type[TorchVisionDetector]:
     """A registry entry for the torchvision detector ``arch``: metadata only, no behaviour."""
-    meta = ModelMeta(
-        name=arch,
-        family="detection",
-        batch_sizes=BatchSizes(cpu_train=cpu_train, cpu_eval=cpu_eval, cuda_train=cuda, cuda_eval=cuda),
-        smoke={"batch_size": 1, "image_size": 64, "proposals": 32},
-        note=note,
-    )
-    return type(arch, (TorchVisionDetector,), {"arch": arch, "meta": meta, "__module__": __name__})
+    smoke = {"batch_size": 1, "image_size": 64, "proposals": 32}
+    return torchvision_entry(TorchVisionDetector, arch, "detection", (cpu_train, cpu_eval, cuda), smoke, note)
 
 
 fasterrcnn_mobilenet_v3_large_fpn = detector(

@@ -7,7 +7,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from torchbenchmark.contract import BatchSizes, ModelMeta
-from torchbenchmark.models._images import ImageModel
+from torchbenchmark.models._images import ImageModel, torchvision_entry
 
 
 class SegmentationModel(ImageModel):
@@ -145,15 +145,9 @@ class TorchVisionSegmenter(SegmentationModel):
 
 def segmenter(arch: str, cpu_train: int, cpu_eval: int, cuda: int = 8, note: str = "") -> type[TorchVisionSegmenter]:
     """A registry entry for the torchvision segmentation model ``arch``: metadata only, no behaviour."""
-    meta = ModelMeta(
-        name=arch,
-        family="segmentation",
-        batch_sizes=BatchSizes(cpu_train=cpu_train, cpu_eval=cpu_eval, cuda_train=cuda, cuda_eval=cuda),
-        # Batch 2: the ASPP pooling branch batch-normalises a 1x1 map, which needs two samples in training.
-        smoke={"batch_size": 2, "image_size": 64},
-        note=note,
-    )
-    return type(arch, (TorchVisionSegmenter,), {"arch": arch, "meta": meta, "__module__": __name__})
+    # Batch 2: the ASPP pooling branch batch-normalises a 1x1 map, which needs two samples in training.
+    smoke = {"batch_size": 2, "image_size": 64}
+    return torchvision_entry(TorchVisionSegmenter, arch, "segmentation", (cpu_train, cpu_eval, cuda), smoke, note)
 
 
 deeplabv3_mobilenet_v3_large = segmenter(

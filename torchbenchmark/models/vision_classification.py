@@ -9,8 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from torchbenchmark.contract import BatchSizes, ModelMeta
-from torchbenchmark.models._images import ImageModel
+from torchbenchmark.models._images import ImageModel, torchvision_entry
 
 NUM_CLASSES = 1000
 CPU_BATCH_NOTE = (
@@ -55,15 +54,11 @@ def classifier(
     note: str = CPU_BATCH_NOTE,
 ) -> type[TorchVisionClassifier]:
     """A registry entry for the torchvision classifier ``arch``: metadata only, no behaviour."""
-    meta = ModelMeta(
-        name=arch,
-        family="vision-classification",
-        batch_sizes=BatchSizes(cpu_train=cpu_train, cpu_eval=cpu_eval, cuda_train=cuda, cuda_eval=cuda),
-        smoke={"batch_size": 2, "image_size": smoke_image_size},
-        note=note,
-    )
-    data = {"arch": arch, "meta": meta, "builder_takes_image_size": builder_takes_image_size, "__module__": __name__}
-    return type(arch, (TorchVisionClassifier,), data)
+    return torchvision_entry(
+        TorchVisionClassifier, arch, "vision-classification", (cpu_train, cpu_eval, cuda),
+        smoke={"batch_size": 2, "image_size": smoke_image_size}, note=note,
+        builder_takes_image_size=builder_takes_image_size,
+    )  # fmt: skip
 
 
 # CPU batch sizes keep a default train step between about 0.05 and 2 s on a 2-core machine (CPU_BATCH_NOTE).
