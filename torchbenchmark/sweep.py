@@ -13,6 +13,7 @@ import dataclasses
 import datetime
 import fcntl
 import json
+import logging
 import os
 import signal
 import statistics
@@ -33,6 +34,7 @@ from torchbenchmark.spec import Budget, CaseSpec
 from torchbenchmark.summary import render_summary_json, render_text
 
 LOCK_NAME = ".torchbenchmark.lock"
+logger = logging.getLogger(__name__)
 OUT_OF_MEMORY_KILL = "killed by SIGKILL: the system may have run out of memory; try a smaller --batch-size"
 
 
@@ -80,6 +82,7 @@ class SweepOutcome:
     interrupted_by: int | None = None  # the signal that stopped the sweep, if one did
     run_id: str | None = None
     record: Path | None = None  # the run record written
+    report: Path | None = None  # OUT/report.html, None when it could not be written (a warning says why)
 
     @property
     def exit_status(self) -> int:
@@ -119,8 +122,10 @@ def run_sweep(models: Sequence[str], modes: Sequence[str], options: SweepOptions
         done: dict[tuple[str, str], CaseResult] = {}  # (name, mode) -> this run's row
         progress = _Progress(len(cases) * options.repeat, enabled=options.progress)
 
+        report: Path | None = None
+
         def save(state: str = "running", not_run: tuple[tuple[str, ...], ...] = (), **extra: Any) -> None:
-            nonlocal record
+            nonlocal record, report
             ended = None if state == "running" else datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
             rows = tuple(dataclasses.replace(row, run_id=record.run_id) for row in done.values())
             record = dataclasses.replace(record, rows=rows, state=state, ended_at=ended, not_run=not_run,
@@ -129,6 +134,8 @@ def run_sweep(models: Sequence[str], modes: Sequence[str], options: SweepOptions
             view = storage.summary_of_records([*earlier, record], str(out_dir))
             storage.write_atomic(out_dir / storage.SUMMARY_JSON, render_summary_json(view))
             storage.write_atomic(out_dir / storage.SUMMARY_TXT, render_text(view, record.run_id))
+            if state != "running":  # the page takes seconds to draw: once, when the run ends
+                report = write_report(out_dir, view)
 
         save()
         try:
@@ -148,11 +155,25 @@ def run_sweep(models: Sequence[str], modes: Sequence[str], options: SweepOptions
             not_run = tuple((name, mode, _device_type(options), "eager") for _, name, mode in cases if (name, mode) not in done)
             save("interrupted", not_run, interrupted_by=reason)
             return SweepOutcome(tuple(done.values()), interrupted_by=int(signum), run_id=record.run_id,
-                                record=out_dir / storage.RUNS_DIR / f"{record.run_id}.json")  # fmt: skip
+                                record=out_dir / storage.RUNS_DIR / f"{record.run_id}.json", report=report)  # fmt: skip
         finally:
             progress.close()
         save("complete")
-    return SweepOutcome(tuple(done.values()), run_id=record.run_id, record=out_dir / storage.RUNS_DIR / f"{record.run_id}.json")
+    return SweepOutcome(tuple(done.values()), run_id=record.run_id, record=out_dir / storage.RUNS_DIR / f"{record.run_id}.json",
+                        report=report)  # fmt: skip
+
+
+def write_report(out_dir: Path, view: storage.Summary) -> Path | None:
+    """OUT/report.html from the summary view; a page that cannot be drawn is a warning, never a lost sweep."""
+    try:
+        from torchbenchmark.report import render_report
+
+        path = out_dir / storage.REPORT_HTML
+        storage.write_atomic(path, render_report(view))
+        return path
+    except Exception as error:  # noqa: BLE001 - the records and summary are written; the page is a view of them
+        logger.warning("report.html not written: %s: %s", type(error).__name__, error)
+        return None
 
 
 def combine_repeats(first: CaseResult, later: CaseResult) -> CaseResult:
