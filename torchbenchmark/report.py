@@ -306,6 +306,7 @@ CSS = """
 .tb-report .warn { background: #fff4e5; border-left: 4px solid #ff9800; padding: 6px 10px; margin: 0.4em 0; }
 .tb-report .fine { background: #eef7ee; border-left: 4px solid #2ca02c; padding: 6px 10px; }
 .tb-report dl { display: grid; grid-template-columns: max-content 1fr; gap: 1px 14px; margin: 0.3em 0; font-size: 13px; }
+.tb-report dl.two { grid-template-columns: max-content minmax(0, 1fr) max-content minmax(0, 1fr); }
 .tb-report dt { color: #555; } .tb-report dd { margin: 0; }
 .tb-report article { border-top: 1px solid #eee; }
 .tb-report pre { white-space: pre-wrap; font-size: 12px; background: #f8f8f8; padding: 8px; }
@@ -373,8 +374,9 @@ def _links(row: CaseResult) -> str:
     return " ".join(link for link in links if link)
 
 
-def _key_values(pairs: Iterable[tuple[str, str]]) -> str:
-    return "<dl>" + "".join(f"<dt>{_e(key)}</dt><dd>{value}</dd>" for key, value in pairs if value) + "</dl>"
+def _key_values(pairs: Iterable[tuple[str, str]], kind: str = "") -> str:
+    items = "".join(f"<dt>{_e(key)}</dt><dd>{value}</dd>" for key, value in pairs if value)
+    return (f'<dl class="{kind}">' if kind else "<dl>") + items + "</dl>"
 
 
 ENVIRONMENT_KEYS = ("device_name", "cpu", "cpu_count", "threads", "torch", "cuda", "python", "platform", "host",
@@ -395,7 +397,7 @@ def environment_section(summary: Summary) -> str:
     columns = [Column(header, lambda r, i=i: str(r[i]), numeric=header == "rows") for i, header in enumerate(
         ("run", "started", "command", "host", "torch", "another machine or torch", "rows"))]  # fmt: skip
     table = f'<div class="scroll">{render_columns_html(columns, runs)}</div>' if runs else ""
-    return _section("environment", "Environment and runs", _key_values(pairs),
+    return _section("environment", "Environment and runs", _key_values(pairs, "two"),
                     f"<p>The rows below come from {len(runs) or 1} run{'s' if len(runs) > 1 else ''}; "
                     "the environment above is the latest run's.</p>", table)  # fmt: skip
 
@@ -407,7 +409,7 @@ def attention_section(summary: Summary) -> str:
         body = '<p class="fine">Every row ran ok, with steady warmup and agreeing measurement windows, on this machine.</p>'
     else:
         items = "".join(
-            f'<li><a href="#{case_id(row)}">{_e(label(row, 2))}</a> {_badge(row.status)}: {_e("; ".join(reasons))}'
+            f'<li><a href="#{case_id(row)}">{_e(label(row, 2))}</a>: {_e("; ".join(reasons))}'
             + (f" ({_link(row.log, 'log')})" if row.log else "") + "</li>"
             for row, reasons in flagged
         )  # fmt: skip
