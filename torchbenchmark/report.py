@@ -21,6 +21,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only: no display, and no GUI toolkit imported
 
 from matplotlib import pyplot as plt  # noqa: E402
+from matplotlib import ticker  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from torchbenchmark.compare import Comparison, CaseComparison  # noqa: E402
@@ -42,6 +43,8 @@ from torchbenchmark.summary import (  # noqa: E402
 
 VERDICT_COLOURS = {"dispatch-bound": "tab:red", "mixed": "tab:orange", "compute-bound": "tab:blue"}
 PHASE_COLOURS = {"forward": "tab:blue", "backward": "tab:orange", "optimizer": "tab:green", "other": "0.8"}
+PLAIN = ticker.FuncFormatter(lambda value, _: f"{value:g}")  # 100 and 0.8, not 10^2 and 8x10^-1
+RATIO_TICKS = (0.25, 0.33, 0.5, 0.67, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 4.0)
 CALL_COLOURS = {"slower": "tab:red", "faster": "tab:green", "verdict changed": "tab:purple", "same": "0.45"}
 TOP_OPS_SHOWN = 8
 # Text stays text (no glyphs as paths, no embedded fonts): a smaller page, searchable and selectable.
@@ -162,6 +165,7 @@ def suite_map(rows: Sequence[CaseResult]) -> str:
                     axes.annotate(label(row, devices), (row.step_time.median_ms, 100 * row.dispatch.overhead_fraction),
                                   xytext=(4, 3), textcoords="offset points", fontsize=6.5, color="0.25")  # fmt: skip
         axes.set_xscale("log")
+        axes.xaxis.set_major_formatter(PLAIN)
         axes.set_ylim(-3, 103)
         axes.set_xlabel("median step time, ms (log scale)")
         axes.set_ylabel("estimated per-op overhead, % of step")
@@ -198,6 +202,7 @@ def step_times(rows: Sequence[CaseResult]) -> str:
                      s=16, zorder=3)  # fmt: skip
         axes.scatter([row.step_time.min_ms for row in cases], y, marker="|", color="0.4", s=20, zorder=2)
         axes.set_xscale("log")
+        axes.xaxis.set_major_formatter(PLAIN)
     return svg(figure, "steps")
 
 
@@ -225,6 +230,7 @@ def distortion(rows: Sequence[CaseResult]) -> str:
             axes.scatter([v for v, _ in shown], [i + offset for _, i in shown], s=12, color=colour, label=f"{kind} profile")
         axes.axvline(0, color="0.5", linewidth=0.8)
         axes.set_xscale("symlog", linthresh=10)
+        axes.xaxis.set_major_formatter(PLAIN)
         axes.legend(loc="lower right", frameon=False)
     return svg(figure, "distortion")
 
@@ -271,6 +277,10 @@ def ratio_intervals(comparison: Comparison) -> str | None:
                           fmt="o", color=colour, markersize=4, capsize=2, elinewidth=1.2)  # fmt: skip
         axes.set_yticks(range(len(cases)), [f"{label(case, devices)} ({case.call})" for case in cases])
         axes.set_xscale("log")
+        low, high = axes.get_xlim()
+        axes.xaxis.set_major_locator(ticker.FixedLocator([tick for tick in RATIO_TICKS if low <= tick <= high]))
+        axes.xaxis.set_major_formatter(PLAIN)
+        axes.xaxis.set_minor_formatter(ticker.NullFormatter())
         axes.set_xlabel("new / base step time, with its 95% interval (log scale)")
         axes.grid(True, axis="x", which="both", alpha=0.3)
         axes.set_ylim(-0.7, len(cases) - 0.3)
