@@ -250,6 +250,14 @@ def test_the_golden_page_flags_what_it_should_and_shows_extra_figures() -> None:
     assert "speedup vs eager (x)" in text and "2.00" in text  # a figure another version adds, shown when present
 
 
+def test_a_run_where_nothing_ran_ok_still_gets_its_page() -> None:
+    failed = CaseResult(model="broken", mode="train", device="cpu", status="failed", error="RuntimeError: boom")
+    page = Page(report.render_report(summary_of_records([RunRecord("r", ENV, None, (failed,))], "failed")))
+    assert page.svgs() == 0 and report.case_id(failed) in page.ids()
+    assert [entry for entry in page.outline if entry.startswith("section")] == [
+        entry for entry in GOLDEN_OUTLINE if entry.startswith("section") and entry != "section#speedup"]  # fmt: skip
+
+
 # The comparison page ----------------------------------------------------------------------------------
 
 

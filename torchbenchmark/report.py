@@ -49,7 +49,7 @@ CALL_COLOURS = {"slower": "tab:red", "faster": "tab:green", "verdict changed": "
 TOP_OPS_SHOWN = 8
 # Text stays text (no glyphs as paths, no embedded fonts): a smaller page, searchable and selectable.
 STYLE = {"svg.fonttype": "none", "font.size": 8, "axes.titlesize": 9, "axes.spines.top": False, "axes.spines.right": False}
-SVG_METADATA = {"Date": None, "Creator": None, "Format": None, "Type": None}  # nothing that varies run to run
+SVG_METADATA = {"Date": None, "Creator": None, "Format": None, "Type": None}  # no metadata block at all
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,11 +59,12 @@ class Extra:
     name: str  # the row's field, or its JSON key while this version keeps it in ``extra``
     label: str
     digits: int
+    scale: float = 1.0  # shown as value x scale
 
 
 EXTRAS = (
     Extra("speedup_vs_eager", "speedup vs eager (x)", 2),
-    Extra("flops_per_step", "GFLOP/step", 3),  # shown in GFLOP: see _extra_text
+    Extra("flops_per_step", "GFLOP/step", 3, scale=1e-9),
     Extra("achieved_gflops", "achieved GFLOP/s", 1),
     Extra("pct_of_peak", "% of peak", 1),
     Extra("peak_memory_mb", "peak memory MB", 0),
@@ -82,7 +83,7 @@ def _extra_text(row: CaseResult, extra: Extra) -> str:
     value = field(row, extra.name)
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return ""
-    return number(value / 1e9 if extra.name == "flops_per_step" else value, extra.digits)
+    return number(value * extra.scale, extra.digits)
 
 
 def case_id(row: CaseResult | CaseComparison) -> str:
@@ -141,9 +142,11 @@ def _ok(rows: Iterable[CaseResult]) -> list[CaseResult]:
     return [row for row in rows if row.status == "ok" and row.step_time is not None]
 
 
-def suite_map(rows: Sequence[CaseResult]) -> str:
+def suite_map(rows: Sequence[CaseResult]) -> str | None:
     """Every case: step time against overhead share, coloured by verdict; a point links to its case."""
     cases = [row for row in _ok(rows) if row.dispatch is not None]
+    if not cases:
+        return None
     devices = len({row.device for row in rows})
     with plt.rc_context(STYLE):
         figure, axes = plt.subplots(figsize=(10, 4.8))
@@ -170,8 +173,7 @@ def suite_map(rows: Sequence[CaseResult]) -> str:
         axes.set_xlabel("median step time, ms (log scale)")
         axes.set_ylabel("estimated per-op overhead, % of step")
         axes.grid(True, which="major", alpha=0.3)
-        if cases:
-            axes.legend(title="verdict", loc="upper right", frameon=False)
+        axes.legend(title="verdict", loc="upper right", frameon=False)
         axes.set_title("Suite map: where each case's step time goes")
     return svg(figure, "map", titles)
 
@@ -190,8 +192,10 @@ def _per_case(rows: Sequence[CaseResult], title: str) -> tuple[Figure, Any, list
     return figure, axes, cases
 
 
-def step_times(rows: Sequence[CaseResult]) -> str:
+def step_times(rows: Sequence[CaseResult]) -> str | None:
     """Each case's step time: the median coloured by verdict, the interquartile range as a bar, the fastest step."""
+    if not _ok(rows):
+        return None
     figure, axes, cases = _per_case(rows, "step time, ms (log scale): median, interquartile range, | fastest step")
     y = range(len(cases))
     with plt.rc_context(STYLE):
@@ -206,8 +210,10 @@ def step_times(rows: Sequence[CaseResult]) -> str:
     return svg(figure, "steps")
 
 
-def phase_split(rows: Sequence[CaseResult]) -> str:
+def phase_split(rows: Sequence[CaseResult]) -> str | None:
     """Each case's forward, backward and optimizer share of the profiled step, and what no annotation covers."""
+    if not _ok(rows):
+        return None
     figure, axes, cases = _per_case(rows, "share of the profiled step, %")
     with plt.rc_context(STYLE):
         left = [0.0] * len(cases)
@@ -220,8 +226,10 @@ def phase_split(rows: Sequence[CaseResult]) -> str:
     return svg(figure, "phases")
 
 
-def distortion(rows: Sequence[CaseResult]) -> str:
+def distortion(rows: Sequence[CaseResult]) -> str | None:
     """How much slower each case's step runs inside the light and the detailed profile."""
+    if not _ok(rows):
+        return None
     figure, axes, cases = _per_case(rows, "profiler distortion: % slower inside the profile (log scale past ±10%)")
     with plt.rc_context(STYLE):
         for offset, (kind, colour) in zip((-0.15, 0.15), (("light", "tab:blue"), ("detailed", "tab:red"))):
@@ -367,7 +375,7 @@ def _section(section_id: str, heading: str, *parts: str) -> str:
 
 def _figure_html(svg_text: str | None, caption: str) -> str:
     if svg_text is None:
-        return f"<p>{_e(caption)}</p>"
+        return "<p>Nothing to draw: no case has these figures.</p>"
     return f"<figure>\n{svg_text}\n<figcaption>{caption}</figcaption>\n</figure>"
 
 
