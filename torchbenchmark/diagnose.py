@@ -232,7 +232,7 @@ def assemble(
         windows=steps.windows,
         window_diff_pct=steps.window_diff_pct,
         windows_agree=steps.windows_agree,
-        samples=Samples((steps.steps.median_ms,), steps.window_medians_ms),
+        samples=Samples((steps.steps.median_ms,), (steps.window_medians_ms,)),
         compile=measured.compile,
         speedup_vs_eager=statistics.median(measured.compile.speedup_rounds) if measured.compile else None,
         timings_s=timings,

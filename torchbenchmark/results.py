@@ -72,14 +72,16 @@ class Samples:
     """
 
     process_medians_ms: tuple[float, ...] = ()
-    window_medians_ms: tuple[float, ...] = ()
+    window_medians_ms: tuple[tuple[float, ...], ...] = ()  # per process, its windows in the order taken
 
     def to_dict(self) -> dict[str, Any]:
-        return {"process_medians_ms": list(self.process_medians_ms), "window_medians_ms": list(self.window_medians_ms)}
+        return {"process_medians_ms": list(self.process_medians_ms),
+                "window_medians_ms": [list(windows) for windows in self.window_medians_ms]}  # fmt: skip
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Samples:
-        return cls(tuple(data.get("process_medians_ms") or ()), tuple(data.get("window_medians_ms") or ()))
+        windows = tuple(tuple(group) for group in data.get("window_medians_ms") or ())
+        return cls(tuple(data.get("process_medians_ms") or ()), windows)
 
 
 @dataclasses.dataclass(frozen=True)
