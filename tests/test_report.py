@@ -17,7 +17,7 @@ import pytest
 
 from torchbenchmark import report, sweep
 from torchbenchmark.compare import compare
-from torchbenchmark.results import CaseResult, Dispatch, Samples, StepTime, TopOp
+from torchbenchmark.results import CaseResult, CompileReport, Dispatch, GraphBreak, Samples, StepTime, TopOp
 from torchbenchmark.storage import RunRecord, Summary, load_summary, summary_of_records
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -200,7 +200,7 @@ def ok_row(model: str, mode: str, ms: float, overhead: float, verdict: str, **fi
         phases_pct={"forward": 30.0, "backward": 50.0, "optimizer": 15.0} if mode == "train" else None,
         dispatch=Dispatch(verdict, overhead, 120, 3.0, 1.1), top_ops=(TopOp("aten::mm", ms / 2, 3, 50.0),),
         traces={"light": f"{model}/{mode}-cpu.pt.trace.json.gz", "detailed": None}, log=f"{model}/{mode}-cpu.log",
-        steady=True, windows_agree=True, window_diff_pct=1.0, windows=2, samples=Samples((ms,), (ms,)),
+        steady=True, windows_agree=True, window_diff_pct=1.0, windows=2, samples=Samples((ms,), ((ms,),)),
     )  # fmt: skip
     return CaseResult(model=model, mode=mode, device="cpu", status="ok", **{**figures, **fields})
 
@@ -209,7 +209,9 @@ def golden_summary() -> Summary:
     rows = (
         ok_row("convnet", "train", 300.0, 0.01, "compute-bound"),
         ok_row("convnet", "eval", 100.0, 0.02, "compute-bound", windows_agree=False, window_diff_pct=12.0),
-        ok_row("convnet", "train", 150.0, 0.01, "compute-bound", variant="inductor", extra={"speedup_vs_eager": 2.0}),
+        ok_row("convnet", "train", 150.0, 0.01, "compute-bound", variant="inductor", speedup_vs_eager=2.0,
+               compile=CompileReport("inductor", "default", 12.5, 2, 1, (GraphBreak("data-dependent branch", "net.py:12", 3),), 0),
+               extra={"peak_memory_mb": 512.0}),
         ok_row("tiny_rl", "eval", 0.2, 0.7, "dispatch-bound"),
         CaseResult(model="broken", mode="train", device="cpu", status="failed", error="RuntimeError: boom", log="broken/train-cpu.log"),
     )  # fmt: skip
@@ -247,7 +249,9 @@ def test_the_golden_page_flags_what_it_should_and_shows_extra_figures() -> None:
     assert "broken train" in attention and "RuntimeError: boom" in attention
     assert "convnet eval" in attention and "noisy: windows 12% apart" in attention
     assert "tiny_rl" not in attention and "convnet train cpu</a>" not in attention
-    assert "speedup vs eager (x)" in text and "2.00" in text  # a figure another version adds, shown when present
+    assert "speedup vs eager (x)" in text and "2.00" in text  # figures only some rows have, shown when present
+    assert "12.5 s to compile, 2 graphs, 1 graph breaks" in text and "data-dependent branch at net.py:12" in text
+    assert "peak memory MB" in text and "512" in text  # a figure this version does not know yet, kept in extra
 
 
 def test_a_run_where_nothing_ran_ok_still_gets_its_page() -> None:

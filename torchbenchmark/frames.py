@@ -26,6 +26,9 @@ def case_record(row: CaseResult) -> dict[str, Any]:
         "median_op_us": dispatch.median_op_us if dispatch else None,
         "gpu_busy_pct": row.gpu_busy_pct, "steady": row.steady, "windows_agree": row.windows_agree,
         "trace_light": row.traces.get("light"), "trace_detailed": row.traces.get("detailed"), "log": row.log,
+        "speedup_vs_eager": row.speedup_vs_eager,
+        "compile_time_s": row.compile.compile_time_s if row.compile else None,
+        "graph_breaks": row.compile.graph_breaks if row.compile else None,
         "run_id": row.run_id,
     }  # fmt: skip
     # Figures this version keeps among a row's unknown keys (FLOPs, memory, speedup): their scalars only.

@@ -465,6 +465,17 @@ def table_section(summary: Summary) -> str:
                     f'<div class="scroll">{table}</div>', f"<pre>{_e(LEGEND)}</pre>", PERFETTO)  # fmt: skip
 
 
+def _compile_text(row: CaseResult) -> str:
+    """A compiled variant's cost and what dynamo made of the module, with each graph break's reason."""
+    report = row.compile
+    if report is None:
+        return ""
+    text = _e(f"{report.backend} ({report.mode}): {report.compile_time_s:.1f} s to compile, {report.graphs} graphs, "
+              f"{report.graph_breaks} graph breaks, {report.recompiles} recompiles")  # fmt: skip
+    reasons = "".join(f"<li>{_e(item.reason)} at {_e(item.where)} ({item.count}x)</li>" for item in report.break_reasons)
+    return text + (f"<ul>{reasons}</ul>" if reasons else "")
+
+
 TOP_OP_COLUMNS = (
     Column("top ops by self time", lambda op: op.name, numeric=False),
     Column("self ms/step", lambda op: significant(op.self_ms_per_step)),
@@ -505,6 +516,7 @@ def case_article(summary: Summary, row: CaseResult) -> str:
             f"{row.windows} windows" if row.windows else "",
             f"{row.window_diff_pct:.1f}% apart" if row.window_diff_pct is not None else "") if part))),
         *((extra.label, _extra_text(row, extra)) for extra in EXTRAS),
+        ("compile", _compile_text(row)),
         ("to read with care", _e("; ".join(doubts(summary, row)))),
         ("traces and log", _links(row)),
         ("run", _e(row.run_id or "")),
