@@ -89,6 +89,7 @@ def render_columns(columns: Sequence[Column], rows: Iterable[Any]) -> str:
 
 def render_columns_html(columns: Sequence[Column], rows: Iterable[Any], row_id: Callable[[Any], str] | None = None) -> str:
     """The same table as an HTML ``<table class="sortable">``; a numeric column's cells are right-aligned."""
+
     def kind(column: Column) -> str:
         return ' class="num"' if column.numeric else ""
 
