@@ -11,8 +11,8 @@ STATUSES = ("ok", "failed", "timeout", "skipped", "interrupted")
 
 
 def _from_fields(cls: type, data: dict[str, Any]) -> Any:
-    """A flat dataclass from the dict its ``asdict`` gave."""
-    return cls(**{field.name: data[field.name] for field in dataclasses.fields(cls)})
+    """A flat dataclass from the dict its ``asdict`` gave (a field added since the dict was written keeps its default)."""
+    return cls(**{field.name: data[field.name] for field in dataclasses.fields(cls) if field.name in data})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,6 +38,7 @@ class TopOp:
     self_ms_per_step: float
     calls_per_step: float
     pct_of_step: float
+    kernel_ms_per_step: float | None = None  # GPU time of the kernels and copies it launched; None on a CPU
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -52,6 +53,21 @@ class Dispatch:
     ops_per_step: float
     median_op_us: float
     per_op_overhead_us: float  # the calibrated cost of a trivial op on this machine
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuEvidence:
+    """What the GPU did in a step of the light profile, and which side limits the step (row key ``gpu``)."""
+
+    limited_by: str  # "cpu" (the GPU waits on the host), "gpu" (the host waits on the GPU) or "both"
+    busy_pct: float  # kernel and copy time per profiled step, overlaps once, in percent of the unprofiled median step
+    host_wait_pct: float  # host time blocked in syncs per profiled step, in percent of the profiled step
+    median_launch_wait_us: float  # from a kernel's launch call to its start: long when kernels queue
+    kernel_ms_per_step: float
+    kernels_per_step: float
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -75,6 +91,7 @@ class CaseResult:
     phases_pct: dict[str, float] | None = None  # None for an unannotated model
     dispatch: Dispatch | None = None
     gpu_busy_pct: float | None = None
+    gpu: GpuEvidence | None = None  # None on a CPU
     top_ops: tuple[TopOp, ...] = ()
     traces: dict[str, str | None] = dataclasses.field(default_factory=lambda: {"light": None, "detailed": None})
     log: str | None = None  # path of the case's full log, relative to the output folder
@@ -123,6 +140,7 @@ class CaseResult:
             "phases_pct": self.phases_pct,
             "dispatch": self.dispatch.to_dict() if self.dispatch else None,
             "gpu_busy_pct": self.gpu_busy_pct,
+            "gpu": self.gpu.to_dict() if self.gpu else None,
             "top_ops": [op.to_dict() for op in self.top_ops],
             "traces": dict(self.traces),
             "log": self.log,
@@ -152,6 +170,7 @@ class CaseResult:
             phases_pct={phase: phases[phase] for phase in PHASES} if phases else None,
             dispatch=_from_fields(Dispatch, data["dispatch"]) if data.get("dispatch") else None,
             gpu_busy_pct=data.get("gpu_busy_pct"),
+            gpu=_from_fields(GpuEvidence, data["gpu"]) if data.get("gpu") else None,
             top_ops=tuple(_from_fields(TopOp, op) for op in data.get("top_ops") or ()),
             traces=dict(data.get("traces") or {"light": None, "detailed": None}),
             log=data.get("log"),
