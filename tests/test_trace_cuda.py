@@ -169,3 +169,15 @@ def test_a_cuda_trace_without_gpu_events_or_with_missing_steps_is_refused() -> N
         analysis.check_complete(summary, profiled_steps=2, on_gpu=True)
     with pytest.raises(analysis.IncompleteTrace, match="holds 2 of the 3 profiled steps"):
         analysis.check_complete(summarize_trace(CPU_PACED), profiled_steps=3, on_gpu=True)
+
+
+def test_a_cuda_graph_launch_waits_once_for_its_first_kernel() -> None:
+    # torch.compile's reduce-overhead mode replays CUDA graphs: many kernels, one launch, run in turn.
+    events = [
+        _x("user_annotation", "ProfilerStep#1", 0, 200),
+        _x("cuda_runtime", "cudaGraphLaunch", 10, 5, correlation=3),
+        *(_x("kernel", f"graph_kernel_{i}", 16 + 30 * i, 30, pid=0, tid=7, correlation=3) for i in range(5)),
+    ]
+    summary = summarize_events(events)
+    assert summary.gpu is not None and summary.gpu.kernels_per_step == 5
+    assert summary.gpu.median_launch_wait_us == pytest.approx(6)

@@ -14,16 +14,18 @@ from tabulate import tabulate
 
 from torchbenchmark import dispatch
 from torchbenchmark.contract import MODES
-from torchbenchmark.harness import Budget, characterise
+from torchbenchmark.harness import Budget, characterise, use_device
 from torchbenchmark.profiling import KINDS, run_profile, trace_name
 from torchbenchmark.registry import ModelUnavailableError, meta_of, model_class
 from torchbenchmark.results import CaseResult, Dispatch, StepTime
 from torchbenchmark.stats import relative_change_pct
-from torchbenchmark.trace_analysis import TraceSummary, summarize_trace
+from torchbenchmark.trace_analysis import TraceSummary, check_complete, summarize_trace
 
 log = logging.getLogger(__name__)
 
 OUT_OF_MEMORY_HINT = "out of memory; try a smaller --batch-size"
+# How running out of memory reads: the allocators' messages, and cuBLAS's and cuDNN's failed workspaces.
+OUT_OF_MEMORY_MARKERS = ("out of memory", "can't allocate memory", "CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED")
 
 
 def collect_diagnostics(
@@ -51,7 +53,7 @@ def collect_diagnostics(
     budget = budget or Budget()
     torch_device = torch.device(device)
     name = model if isinstance(model, str) else getattr(model, "__name__", str(model))
-    row: dict[str, Any] = {"model": name, "mode": mode, "device": torch_device.type, "batch_size": batch_size}
+    row: dict[str, Any] = {"model": name, "mode": mode, "device": str(torch_device), "batch_size": batch_size}
     timings: dict[str, float] = {}
     try:
         cls = model_class(model) if isinstance(model, str) else model
@@ -60,7 +62,7 @@ def collect_diagnostics(
         return _diagnose(cls, meta, mode, torch_device, batch_size, Path(out_dir), budget, detailed, config, top, row, timings)
     except Exception as error:  # noqa: BLE001 - every failure becomes the case's row; Ctrl-C still stops
         status, message = describe_failure(error, mode)
-        log.error("%s %s %s: %s", row["model"], mode, torch_device.type, message, exc_info=status == "failed")
+        log.error("%s %s %s: %s", row["model"], mode, row["device"], message, exc_info=status == "failed")
         return CaseResult(**row, status=status, error=message, timings_s=timings)
 
 
@@ -71,7 +73,7 @@ def describe_failure(error: BaseException, mode: str) -> tuple[str, str]:
     if isinstance(error, (ModelUnavailableError, ModuleNotFoundError)):
         return "skipped", f"unavailable: {_first_line(error)}"
     text = str(error)
-    if isinstance(error, MemoryError) or "out of memory" in text or "can't allocate memory" in text:
+    if isinstance(error, MemoryError) or any(marker in text for marker in OUT_OF_MEMORY_MARKERS):
         return "failed", f"{OUT_OF_MEMORY_HINT} ({_one_line(error)})"[:300]
     return "failed", _one_line(error)[:300]
 
@@ -109,6 +111,7 @@ def _diagnose(
         timings[name] = round(now - clock, 3)
         clock = now
 
+    use_device(device)
     per_op_us = dispatch.calibrate_per_op_overhead_us(device)
     lap("calibrate")
     model = cls(device=str(device), batch_size=batch_size, **dict(config or {}))
@@ -129,13 +132,16 @@ def _diagnose(
     timings["export"] = round(sum(p.export_s for p in profiles.values()), 3)
 
     light = summarize_trace(profiles["light"].trace_path, top=top)
-    _write_top_ops(case_dir / f"{mode}-{device.type}.top_ops.txt", light, row)
+    check_complete(light, profiles["light"].steps.n, on_gpu=device.type == "cuda")
+    _write_top_ops(case_dir / f"{mode}-{device}.top_ops.txt", light, row)
     lap("analyse")
 
     median_ms = measured.steps.median_ms
     fraction = dispatch.overhead_fraction(light.ops_per_step, per_op_us, median_ms)
-    if light.gpu_busy_fraction is not None:  # measured, not estimated: an idle GPU waits on the CPU
-        fraction = 1.0 - light.gpu_busy_fraction
+    verdict = dispatch.verdict(fraction)
+    gpu = dispatch.judge_gpu(light, median_ms) if device.type == "cuda" else None
+    if gpu is not None:  # measured, not estimated: which side waits on which
+        verdict, fraction = dispatch.gpu_verdict(gpu)
     distortion = {kind: relative_change_pct(run.steps.median_ms, median_ms) for kind, run in profiles.items()}
     return CaseResult(
         **row,
@@ -146,13 +152,14 @@ def _diagnose(
         edge_distortion_pct=measured.edge_distortion_pct,
         phases_pct=light.phases_pct if meta.annotated else None,
         dispatch=Dispatch(
-            verdict=dispatch.verdict(fraction),
+            verdict=verdict,
             overhead_fraction=fraction,
             ops_per_step=light.ops_per_step,
             median_op_us=light.median_op_us,
             per_op_overhead_us=per_op_us,
         ),
-        gpu_busy_pct=None if light.gpu_busy_fraction is None else 100.0 * light.gpu_busy_fraction,
+        gpu_busy_pct=None if gpu is None else gpu.busy_pct,
+        gpu=gpu,
         top_ops=light.top_ops,
         traces={kind: profiles[kind].trace_path.relative_to(out_dir).as_posix() if kind in profiles else None
                 for kind in KINDS},
@@ -172,12 +179,15 @@ def _batch_size(model: Any, meta: Any, mode: str, device: torch.device) -> int:
 
 
 def _write_top_ops(path: Path, summary: TraceSummary, row: dict[str, Any]) -> None:
+    kernel = summary.gpu is not None  # on a GPU, the kernel time each op launched too
     table = tabulate(
-        [(op.name, op.self_ms_per_step, op.calls_per_step, op.pct_of_step) for op in summary.top_ops],
-        headers=["op", "self ms/step", "calls/step", "% of step"],
-        floatfmt=(".0f", ".3f", ".1f", ".1f"),
-    )
-    title = f"{row['model']} {row['mode']} {row['device']}: top ops by self time in the light profile"
+        [(op.name, op.self_ms_per_step, *([op.kernel_ms_per_step] if kernel else []), op.calls_per_step, op.pct_of_step)
+         for op in summary.top_ops],
+        headers=["op", "self ms/step", *(["kernel ms/step"] if kernel else []), "calls/step", "% of step"],
+        floatfmt=(".0f", ".3f", *([".3f"] if kernel else []), ".1f", ".1f"),
+    )  # fmt: skip
+    by = "self time or launched kernel time" if kernel else "self time"
+    title = f"{row['model']} {row['mode']} {row['device']}: top ops by {by} in the light profile"
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
     partial.write_text(f"{title}\n\n{table}\n", encoding="utf-8")

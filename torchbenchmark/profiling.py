@@ -40,9 +40,10 @@ class ProfileRun:
 
 
 def trace_name(mode: str, device: torch.device, kind: str) -> str:
-    """``<mode>-<device>.pt.trace.json.gz``, or ``...-detailed...`` for the detailed profile."""
+    """``<mode>-<device>.pt.trace.json.gz``, or ``...-detailed...`` for the detailed profile; the full device
+    (``cuda:1``), so cases on two GPUs of one machine keep their own traces."""
     suffix = "" if kind == "light" else f"-{kind}"
-    return f"{mode}-{device.type}{suffix}.pt.trace.json.gz"
+    return f"{mode}-{device}{suffix}.pt.trace.json.gz"
 
 
 def run_profile(model: Any, mode: str, device: torch.device, kind: str, active: int, trace_path: Path) -> ProfileRun:

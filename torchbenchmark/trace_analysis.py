@@ -44,7 +44,7 @@ class GpuSummary:
     kernels_per_step: float  # kernels, copies and memsets
     busy_ms_per_step: float  # time with at least one of them running (overlaps on two streams counted once)
     sync_ms_per_step: float  # host time blocked in SYNC_CALLS
-    median_launch_wait_us: float  # from a launch call's start to its kernel's start: queueing behind earlier work
+    median_launch_wait_us: float  # from a launch call's start to its first kernel's start: queueing behind earlier work
     unlaunched: int  # GPU events with no launch in the trace, placed by their own start instead
 
 
@@ -258,7 +258,12 @@ def _gpu_summary(
     gpu_work: list[tuple[Event, float, Event | None]], launches: list[Event], windows: list[tuple[float, float]]
 ) -> GpuSummary:
     steps = len(windows)
-    waits = [max(0.0, float(event["ts"]) - float(launch["ts"])) for event, _, launch in gpu_work if launch is not None]
+    # One wait per launch, to its first kernel: a CUDA graph's kernels share one launch and run in turn.
+    first_start: dict[int, float] = {}
+    for event, _, launch in gpu_work:
+        if launch is not None:
+            first_start[id(launch)] = min(first_start.get(id(launch), float("inf")), float(event["ts"]) - float(launch["ts"]))
+    waits = [max(0.0, wait) for wait in first_start.values()]
     sync_us = sum(float(call["dur"]) for call in launches if call.get("name") in SYNC_CALLS)
     return GpuSummary(
         kernels_per_step=len(gpu_work) / steps,
