@@ -82,6 +82,7 @@ def test_a_case_on_a_gpu_makes_it_current_and_syncs_it(monkeypatch: pytest.Monke
     monkeypatch.setattr(torch.cuda, "set_device", current.append)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: synced.append(device))
     harness.use_device(torch.device("cpu"))
+    harness.use_device(torch.device("cuda"))  # the current GPU already: set_device would refuse it
     assert current == []
     harness.use_device(torch.device("cuda:1"))
     harness.device_sync(torch.device("cuda:1"))()

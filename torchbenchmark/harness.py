@@ -28,8 +28,9 @@ def _nothing() -> None:
 
 def use_device(device: torch.device) -> None:
     """Make ``device`` this process's current GPU, so work and syncs that name no device go to it, and
-    no context is made on GPU 0 for a case on another."""
-    if device.type == "cuda":
+    no context is made on GPU 0 for a case on another. Plain ``cuda`` is the current GPU already (and
+    torch.cuda.set_device refuses a device without an index)."""
+    if device.type == "cuda" and device.index is not None:
         torch.cuda.set_device(device)
 
 
