@@ -19,6 +19,7 @@ from torchbenchmark import cli, dispatch, harness
 from torchbenchmark.contract import BatchSizes, BenchmarkModel, ModelMeta
 from torchbenchmark.diagnose import OUT_OF_MEMORY_HINT, collect_diagnostics, describe_failure
 from torchbenchmark.profiling import trace_name
+from torchbenchmark.sweep import _worker_environment
 
 ROOT = Path(__file__).resolve().parent.parent
 gpu = pytest.mark.gpu
@@ -74,6 +75,12 @@ def test_trace_names_keep_the_full_device() -> None:
     assert trace_name("train", torch.device("cpu"), "light") == "train-cpu.pt.trace.json.gz"
     assert trace_name("eval", torch.device("cuda"), "detailed") == "eval-cuda-detailed.pt.trace.json.gz"
     assert trace_name("train", torch.device("cuda:1"), "light") == "train-cuda:1.pt.trace.json.gz"
+
+
+def test_kineto_errors_reach_a_cuda_cases_log(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KINETO_LOG_LEVEL", "5")  # as the tests' own process sets it
+    assert _worker_environment("cuda:1")["KINETO_LOG_LEVEL"] == "3"  # errors: why a trace lacks GPU events
+    assert _worker_environment("cpu")["KINETO_LOG_LEVEL"] == "5"  # on a CPU only noise about the GPU
 
 
 def test_a_case_on_a_gpu_makes_it_current_and_syncs_it(monkeypatch: pytest.MonkeyPatch) -> None:
