@@ -12,6 +12,12 @@ Pricing them all at the cost of a call from Python errs high for nested ops, so 
 towards overhead; a model made of tiny ops comes out near 1, a model of large kernels near 0, and the
 verdict's thresholds leave a wide band between them.
 
+Verdicts on a CPU, from the overhead fraction:
+    >= DISPATCH_BOUND_AT (0.5)   dispatch-bound: most of the step is overhead; fewer or fused ops help,
+                                 faster kernels do not
+    <  COMPUTE_BOUND_BELOW (0.2) compute-bound: the arithmetic dominates; faster kernels help
+    otherwise                    mixed
+
 On a GPU the verdict is measured, not estimated (``judge_gpu``): it asks which side waits on which in the
 light profile. The host waiting on the GPU (time blocked in syncs, at least HOST_WAIT_GPU_BOUND_AT of the
 step) or kernels waiting in the queue behind earlier kernels (a median of QUEUED_AT_US or more from launch
@@ -19,12 +25,6 @@ to start) means the GPU limits the step: compute-bound. The host hardly waiting 
 HOST_WAIT_CPU_BOUND_BELOW) while kernels start as soon as they are launched means the GPU waits on the
 host: dispatch-bound, however busy the GPU is between launches. Anything else is mixed. The overhead
 fraction on a GPU is the share of the unprofiled median step the GPU is idle.
-
-Verdicts, from the overhead fraction:
-    >= DISPATCH_BOUND_AT (0.5)   dispatch-bound: most of the step is overhead; fewer or fused ops help,
-                                 faster kernels do not
-    <  COMPUTE_BOUND_BELOW (0.2) compute-bound: the arithmetic dominates; faster kernels help
-    otherwise                    mixed
 """
 
 from __future__ import annotations
