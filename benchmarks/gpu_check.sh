@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # The CUDA-only checks in one go, about 5 minutes on one GPU: the GPU-only tests (tests/test_cuda.py,
 # marked gpu), then a short CUDA sweep of four suite models, eager and, where diagnostics.py has
-# --compile, compiled; then a table of their figures, appended to benchmarks/RESULTS.md, and a check
+# --compile, compiled in eval; then a table of their figures, appended to benchmarks/RESULTS.md, and a check
 # that every CUDA-only figure is there (the GPU evidence; allocator peaks where the rows carry costs).
 #
 #   benchmarks/gpu_check.sh [OUT]        OUT: output folder (default: a new temporary folder)
 #
 # Settings, from the environment: GPU_CHECK_MODELS (default resnet50,hf_Bert,dcgan,soft_actor_critic:
 # a convnet, a transformer, an unannotated GAN and a loop of tiny ops), GPU_CHECK_DEVICE (cuda),
-# GPU_CHECK_STEPS (30 measured steps a case), GPU_CHECK_COMPILE_MODES (eval: compiling train too
-# takes the run past 5 minutes), PYTHON (python).
+# GPU_CHECK_STEPS (30 measured steps a case), GPU_CHECK_COMPILE_MODES (eval: the modes run compiled
+# as well as eager; compiling train too takes the run past 5 minutes), PYTHON (python).
 # Exit status: 0 all checks passed; 1 a test, a case or a figure check failed; 2 no GPU here.
 set -uo pipefail
 
@@ -37,14 +37,19 @@ echo "== GPU-only tests"
 [ "${PIPESTATUS[0]}" = 0 ] || failed=1
 
 common=(--models "$MODELS" --device "$DEVICE" --steps "$STEPS" --no-detailed --no-progress --timeout 240)
-echo "== eager sweep: $MODELS, train and eval, into $OUT/eager"
-"$PY" diagnostics.py "${common[@]}" --modes train,eval --out "$OUT/eager" || failed=1
-
 if "$PY" diagnostics.py --help | grep -q -- '--compile'; then
-    echo "== compiled sweep: $MODELS, $COMPILE_MODES, into $OUT/compiled"
-    "$PY" diagnostics.py "${common[@]}" --modes "$COMPILE_MODES" --compile --out "$OUT/compiled" || failed=1
+    # --compile runs each case eager and compiled; the other modes run eager only. One output folder.
+    eager_only=$(for mode in train eval; do [[ ",$COMPILE_MODES," == *",$mode,"* ]] || echo "$mode"; done | paste -sd, -)
+    echo "== sweep: $MODELS, $COMPILE_MODES eager and compiled, into $OUT/sweep"
+    "$PY" diagnostics.py "${common[@]}" --modes "$COMPILE_MODES" --compile --out "$OUT/sweep" || failed=1
+    if [ -n "$eager_only" ]; then
+        echo "== sweep: $MODELS, $eager_only eager, into $OUT/sweep"
+        "$PY" diagnostics.py "${common[@]}" --modes "$eager_only" --out "$OUT/sweep" || failed=1
+    fi
 else
     echo "gpu_check: this diagnostics.py has no --compile option yet; compiled cases not run" >&2
+    echo "== sweep: $MODELS, train and eval, eager, into $OUT/sweep"
+    "$PY" diagnostics.py "${common[@]}" --modes train,eval --out "$OUT/sweep" || failed=1
 fi
 
 echo "== figures ($((SECONDS - started)) s so far)"

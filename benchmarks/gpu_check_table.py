@@ -20,6 +20,7 @@ from tabulate import tabulate
 from _report import append
 
 COSTS = ("achieved_gflops", "pct_of_peak", "peak_memory_mb", "samples_per_s")  # in rows once costs land
+OPTIONAL = ("speedup_vs_eager", *COSTS)  # columns shown when some row has them
 HEADERS = ["model", "mode", "variant", "status", "ms/step", "verdict", "limited by", "GPU busy %",
            "host wait %", "launch wait us", "kernels/step"]  # fmt: skip
 
@@ -53,7 +54,7 @@ def main(argv: list[str]) -> int:
     summaries = sorted(args.out.glob("*/summary.json"))
     documents = [json.loads(path.read_text()) for path in summaries]
     rows = [row for document in documents for row in document["results"]]
-    costs = [name for name in COSTS if any(name in row for row in rows)]
+    costs = [name for name in OPTIONAL if any(row.get(name) is not None for row in rows)]
     failures = [problem for row in rows for problem in problems(row, costs)]
     table = tabulate([table_row(row, costs) for row in rows], headers=HEADERS + costs, floatfmt=".3g", missingval="-")
     device = documents[0]["environment"].get("device_name", "?") if documents else "?"
@@ -62,7 +63,7 @@ def main(argv: list[str]) -> int:
         notes.append(f"made by: `{args.command}`")
     if args.tests:
         notes.append(f"GPU-only tests (tests/test_cuda.py -m gpu): {args.tests}")
-    if not costs:
+    if not set(costs) & set(COSTS):
         notes.append("These rows carry no cost figures (FLOP/s, peak memory): this diagnostics.py predates them.")
     notes += [f"CHECK FAILED: {failure}" for failure in failures] or ["Every ok row has every CUDA-only figure."]
     append("GPU check: GPU-only tests and a short CUDA sweep", table, "\n".join(f"- {note}" for note in notes))
