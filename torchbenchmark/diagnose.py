@@ -14,6 +14,7 @@ from tabulate import tabulate
 
 from torchbenchmark import dispatch
 from torchbenchmark.contract import MODES
+from torchbenchmark.costs import measure_costs
 from torchbenchmark.harness import Budget, characterise
 from torchbenchmark.profiling import KINDS, run_profile, trace_name
 from torchbenchmark.registry import ModelUnavailableError, meta_of, model_class
@@ -131,6 +132,9 @@ def _diagnose(
     light = summarize_trace(profiles["light"].trace_path, top=top)
     _write_top_ops(case_dir / f"{mode}-{device.type}.top_ops.txt", light, row)
     lap("analyse")
+    # Counted after the timed and profiled steps: the counter and the memory profile slow the steps they see.
+    costs = measure_costs(model, mode, device, row["batch_size"], measured.steps.median_ms)
+    lap("costs")
 
     median_ms = measured.steps.median_ms
     fraction = dispatch.overhead_fraction(light.ops_per_step, per_op_us, median_ms)
@@ -162,6 +166,7 @@ def _diagnose(
         window_diff_pct=measured.window_diff_pct,
         windows_agree=measured.windows_agree,
         timings_s=timings,
+        costs=costs,
     )
 
 

@@ -22,7 +22,8 @@ SUMMARY_JSON = "summary.json"
 
 HEADERS = [
     "model", "mode", "device", "batch", "status", "ms/step", "IQR ms", "n",
-    "light %", "detailed %", "edge %", "fwd/bwd/opt %", "ops/step", "op µs", "overhead %", "verdict", "note",
+    "light %", "detailed %", "edge %", "fwd/bwd/opt %", "ops/step", "op µs", "overhead %", "verdict",
+    "GFLOP/step", "GFLOP/s", "% peak", "peak MB", "samples/s", "note",
 ]  # fmt: skip
 
 
@@ -43,6 +44,7 @@ def table_row(result: CaseResult) -> list[str]:
     step = result.step_time
     dispatch = result.dispatch
     phases = result.phases_pct
+    costs = result.costs
     return [
         result.model,
         result.mode,
@@ -60,6 +62,11 @@ def table_row(result: CaseResult) -> list[str]:
         _number(dispatch.median_op_us if dispatch else None, 1),
         _number(100 * dispatch.overhead_fraction if dispatch else None, 1),
         dispatch.verdict if dispatch else "",
+        _significant(costs.flops_per_step / 1e9 if costs and costs.flops_per_step is not None else None),
+        _significant(costs.achieved_gflops if costs else None),
+        _number(costs.pct_of_peak if costs else None, 1),
+        _number(costs.peak_memory_mb if costs else None, 0),
+        _significant(costs.samples_per_s if costs else None),
         result.error or note(result),
     ]
 
@@ -71,13 +78,16 @@ def note(result: CaseResult) -> str:
         notes.append("warmup not steady")
     if result.windows_agree is False:
         notes.append(f"noisy: windows {result.window_diff_pct:.0f}% apart")
+    if result.costs is not None and result.costs.compute_limit == "kernels":
+        notes.append(f"kernels limit it: {result.costs.pct_of_peak:.1f}% of peak")
     return "; ".join(notes)
 
 
 def render_table(results: Iterable[CaseResult]) -> str:
     """summary.txt: one row per case, sorted by model then mode."""
     rows = [table_row(r) for r in sorted(results, key=lambda r: (r.model.lower(), r.mode, r.device))]
-    numeric = {"batch", "ms/step", "IQR ms", "n", "light %", "detailed %", "edge %", "ops/step", "op µs", "overhead %"}
+    numeric = {"batch", "ms/step", "IQR ms", "n", "light %", "detailed %", "edge %", "ops/step", "op µs", "overhead %",
+               "GFLOP/step", "GFLOP/s", "% peak", "peak MB", "samples/s"}
     align = ["right" if header in numeric else "left" for header in HEADERS]
     return tabulate(rows, headers=HEADERS, tablefmt="simple", colalign=align, disable_numparse=True)
 
@@ -92,7 +102,8 @@ def render_text(results: Sequence[CaseResult], environment: Mapping[str, Any]) -
         f"torch {environment.get('torch', '?')} on {environment.get('device_name', '?')}, "
         f"{environment.get('threads', '?')} threads; {len(results)} cases: {tally or 'none'}",
         "ms/step: median step time; light/detailed/edge %: how much each profile, and timing whole calls, "
-        "add to it; overhead %: estimated per-op overhead share of the step (see README).",
+        "add to it; overhead %: estimated per-op overhead share of the step; % peak: of the machine's "
+        f"{environment.get('peak_gflops', '?')} GFLOP/s (see README).",
     ]
     return "\n".join(header) + "\n\n" + render_table(results) + "\n"
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from torchbenchmark.costs import measure_peak, with_peak
 from torchbenchmark.environment import collect_environment
 from torchbenchmark.harness import Budget
 from torchbenchmark.registry import meta_of, model_class
@@ -87,13 +88,15 @@ def run_sweep(models: Sequence[str], modes: Sequence[str], options: SweepOptions
     cases = [(spec, model_name(spec), mode) for spec in models for mode in modes]
     with _locked(out_dir):
         earlier = read_rows(out_dir)
-        environment = collect_environment(options.device, options.threads, options.command)
+        # The machine's peak, measured once per sweep on the cases' device and thread count: see costs.py.
+        peak = measure_peak(options.device, options.threads)
+        environment = {**collect_environment(options.device, options.threads, options.command), **peak.environment()}
         done: list[CaseResult] = []
         progress = _Progress(len(cases), enabled=options.progress)
         try:
             for spec, name, mode in cases:
                 progress.start(f"{name} {mode}")
-                result = _run_case(spec, name, mode, options)
+                result = with_peak(_run_case(spec, name, mode, options), peak.gflops)
                 done.append(result)
                 write_summary(out_dir, merge(earlier, done), environment)
                 progress.finish(result.headline())
