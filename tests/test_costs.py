@@ -158,3 +158,4 @@ def test_the_summary_notes_a_kernel_limited_row() -> None:
     row = costs.with_peak(_row("compute-bound", 4.0), peak_gflops=100.0)
     assert note(row) == "kernels limit it: 4.0% of peak"
     assert note(costs.with_peak(_row("compute-bound", 40.0), peak_gflops=100.0)) == ""
+    assert note(costs.with_peak(_row("mixed", 140.0), peak_gflops=100.0)) == "above the peak: the peak was measured under load"

@@ -20,7 +20,9 @@ Peak memory is the most tensor memory live during a step on its device:
   that RSS high-water mark since the process started (model build included), labelled as such.
 
 The machine's peak is measured once per sweep: the best of several large float32 matrix products on the
-cases' thread count (on a GPU, in float32 on the device). ``pct_of_peak`` compares a step against it.
+cases' thread count (on a GPU, in float32 on the device). ``pct_of_peak`` compares a step against it; on a
+machine shared with other work the peak is only as good as the quietest moment it found, and a row above
+100% says the peak was measured under load.
 
 The verdict's evidence, read with ``pct_of_peak``: a compute-bound step (little per-op overhead) that runs
 its arithmetic at under KERNEL_LIMITED_BELOW_PCT of the peak is limited by its kernels, not its op count
@@ -248,8 +250,12 @@ def peak_rss_mb() -> float:
 
 
 def measure_peak(device: str | torch.device = "cpu", threads: int | None = None, size: int | None = None,
-                 min_repeats: int = 3, seconds: float = 1.0) -> MachinePeak:  # fmt: skip
-    """The best FLOP/s of ``size``-square float32 matrix products on ``device`` with ``threads`` intra-op threads."""
+                 min_repeats: int = 3, seconds: float = 2.0) -> MachinePeak:  # fmt: skip
+    """The best FLOP/s of ``size``-square float32 matrix products on ``device`` with ``threads`` intra-op threads.
+
+    The best, not the median, of as many products as fit in ``seconds``: on a shared machine the peak is
+    what the machine does in its quietest moment, and load can only make a product slower.
+    """
     device = torch.device(device)
     size = size or (8192 if device.type == "cuda" else 2048)
     saved = torch.get_num_threads()

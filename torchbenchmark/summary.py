@@ -80,6 +80,8 @@ def note(result: CaseResult) -> str:
         notes.append(f"noisy: windows {result.window_diff_pct:.0f}% apart")
     if result.costs is not None and result.costs.compute_limit == "kernels":
         notes.append(f"kernels limit it: {result.costs.pct_of_peak:.1f}% of peak")
+    if result.costs is not None and (result.costs.pct_of_peak or 0) > 100:
+        notes.append("above the peak: the peak was measured under load")
     return "; ".join(notes)
 
 
