@@ -18,6 +18,9 @@ Verdicts, from the overhead fraction:
                                  faster kernels do not
     <  COMPUTE_BOUND_BELOW (0.2) compute-bound: the arithmetic dominates; faster kernels help
     otherwise                    mixed
+
+A compute-bound verdict is read with the step's ``pct_of_peak`` (torchbenchmark/costs.py): under
+costs.KERNEL_LIMITED_BELOW_PCT of the machine's peak its kernels, not its op count, are the limit.
 """
 
 from __future__ import annotations
