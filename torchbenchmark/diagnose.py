@@ -15,7 +15,6 @@ from tabulate import tabulate
 
 from torchbenchmark import dispatch, variants
 from torchbenchmark.contract import ModelMeta
-from torchbenchmark.costs import measure_costs
 from torchbenchmark.harness import Characterisation, characterise, device_sync
 from torchbenchmark.profiling import KINDS, ProfileRun, run_profile, trace_name
 from torchbenchmark.registry import ModelUnavailableError, meta_of, model_class
@@ -184,6 +183,8 @@ def measure(
         lap(kind)
     timings["export"] = round(sum(p.export_s for p in profiles.values()), 3)
     # Counted after the timed and profiled steps: the counter and the memory profile slow the steps they see.
+    from torchbenchmark.costs import measure_costs  # the FLOP counter's imports: only for a case that ran
+
     costs = measure_costs(model, spec.mode, device, row["batch_size"], measured.steps.median_ms)
     lap("costs")
     return Measured(measured, per_op_us, profiles, report, costs)
