@@ -17,7 +17,7 @@ import pytest
 
 from torchbenchmark import report, sweep
 from torchbenchmark.compare import compare
-from torchbenchmark.results import CaseResult, CompileReport, Dispatch, GraphBreak, Samples, StepTime, TopOp
+from torchbenchmark.results import CaseResult, CompileReport, Costs, Dispatch, GraphBreak, Samples, StepTime, TopOp
 from torchbenchmark.storage import RunRecord, Summary, load_summary, summary_of_records
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -211,7 +211,7 @@ def golden_summary() -> Summary:
         ok_row("convnet", "eval", 100.0, 0.02, "compute-bound", windows_agree=False, window_diff_pct=12.0),
         ok_row("convnet", "train", 150.0, 0.01, "compute-bound", variant="inductor", speedup_vs_eager=2.0,
                compile=CompileReport("inductor", "default", 12.5, 2, 1, (GraphBreak("data-dependent branch", "net.py:12", 3),), 0),
-               extra={"peak_memory_mb": 512.0}),
+               costs=Costs(3_000_000_000, {"matmul": 3_000_000_000}, None, 20.0, 12.5, "kernels", 512.0, 100.0, "profiler", None, 26.7)),
         ok_row("tiny_rl", "eval", 0.2, 0.7, "dispatch-bound"),
         CaseResult(model="broken", mode="train", device="cpu", status="failed", error="RuntimeError: boom", log="broken/train-cpu.log"),
     )  # fmt: skip
@@ -251,7 +251,7 @@ def test_the_golden_page_flags_what_it_should_and_shows_extra_figures() -> None:
     assert "tiny_rl" not in attention and "convnet train cpu</a>" not in attention
     assert "speedup vs eager (x)" in text and "2.00" in text  # figures only some rows have, shown when present
     assert "12.5 s to compile, 2 graphs, 1 graph breaks" in text and "data-dependent branch at net.py:12" in text
-    assert "peak memory MB" in text and "512" in text  # a figure this version does not know yet, kept in extra
+    assert "peak memory MB</dt><dd>512" in text and "GFLOP/step</dt><dd>3.000" in text and "compute limit</dt><dd>kernels" in text
 
 
 def test_a_run_where_nothing_ran_ok_still_gets_its_page() -> None:
@@ -319,7 +319,8 @@ def test_to_dataframe_has_a_row_per_case_and_a_column_per_figure() -> None:
 
     frame = golden_summary().to_dataframe()
     assert isinstance(frame, pandas.DataFrame) and len(frame) == 5
-    assert {"model", "mode", "variant", "median_ms", "verdict", "overhead_fraction", "speedup_vs_eager"} <= set(frame.columns)
+    assert {"model", "mode", "variant", "median_ms", "verdict", "overhead_fraction", "speedup_vs_eager",
+            "peak_memory_mb", "flops_per_step"} <= set(frame.columns)  # fmt: skip
     assert frame.set_index(["model", "mode", "variant"]).loc[("tiny_rl", "eval", "eager"), "median_ms"] == 0.2
     base = golden_summary()
     comparison = compare(base, base).to_dataframe()

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
 from torchbenchmark.contract import PHASES
-from torchbenchmark.results import CaseResult
+from torchbenchmark.results import CaseResult, Costs
+
+# The scalar figures of a row's costs; flops_by_kind, a dict, stays out of a flat record.
+COST_FIGURES = tuple(field.name for field in dataclasses.fields(Costs) if field.name != "flops_by_kind")
 
 
 def case_record(row: CaseResult) -> dict[str, Any]:
@@ -26,6 +30,7 @@ def case_record(row: CaseResult) -> dict[str, Any]:
         "median_op_us": dispatch.median_op_us if dispatch else None,
         "gpu_busy_pct": row.gpu_busy_pct, "steady": row.steady, "windows_agree": row.windows_agree,
         "trace_light": row.traces.get("light"), "trace_detailed": row.traces.get("detailed"), "log": row.log,
+        **{name: getattr(row.costs, name) if row.costs else None for name in COST_FIGURES},
         "speedup_vs_eager": row.speedup_vs_eager,
         "compile_time_s": row.compile.compile_time_s if row.compile else None,
         "graph_breaks": row.compile.graph_breaks if row.compile else None,

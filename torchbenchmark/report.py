@@ -27,7 +27,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from torchbenchmark.compare import Comparison, CaseComparison  # noqa: E402
 from torchbenchmark.contract import PHASES  # noqa: E402
 from torchbenchmark.dispatch import COMPUTE_BOUND_BELOW, DISPATCH_BOUND_AT, VERDICTS  # noqa: E402
-from torchbenchmark.results import CaseResult  # noqa: E402
+from torchbenchmark.results import CaseResult, Costs  # noqa: E402
 from torchbenchmark.storage import Summary, sort_rows  # noqa: E402
 from torchbenchmark.summary import (  # noqa: E402
     COMPARISON_COLUMNS,
@@ -74,9 +74,12 @@ EXTRAS = (
 
 
 def field(row: CaseResult, name: str) -> Any:
-    """A row's figure by name, whether this version has it as a field or keeps it among unknown keys."""
-    value = getattr(row, name, None)
-    return row.extra.get(name) if value is None else value
+    """A row's figure by name: a field of the row or of its costs, or a key this version does not know."""
+    for holder in (row, row.costs):
+        value = getattr(holder, name, None) if holder is not None else None
+        if value is not None:
+            return value
+    return row.extra.get(name)
 
 
 def _extra_text(row: CaseResult, extra: Extra) -> str:
@@ -442,8 +445,9 @@ def table_columns(rows: Sequence[CaseResult]) -> list[Column]:
     columns[0] = dataclasses.replace(columns[0], html=lambda r: f'<a href="#{case_id(r)}">{_e(r.model)}</a>')
     columns = [dataclasses.replace(c, html=lambda r, c=c: f'<span class="wrap">{_e(c.cell(r))}</span>')
                if c.header == "note" else c for c in columns]  # fmt: skip
+    shown = {f.name for f in dataclasses.fields(Costs)}  # summary.txt's columns have the costs
     for extra in EXTRAS:
-        if any(_extra_text(row, extra) for row in rows):
+        if extra.name not in shown and any(_extra_text(row, extra) for row in rows):
             columns.insert(-1, Column(extra.label, lambda r, x=extra: _extra_text(r, x)))
     columns.append(Column("traces and log", _links, numeric=False, html=_links))
     return columns
@@ -516,6 +520,8 @@ def case_article(summary: Summary, row: CaseResult) -> str:
             f"{row.windows} windows" if row.windows else "",
             f"{row.window_diff_pct:.1f}% apart" if row.window_diff_pct is not None else "") if part))),
         *((extra.label, _extra_text(row, extra)) for extra in EXTRAS),
+        ("compute limit", _e(field(row, "compute_limit") or "")),
+        ("FLOPs note", _e(field(row, "flops_note") or "")),
         ("compile", _compile_text(row)),
         ("to read with care", _e("; ".join(doubts(summary, row)))),
         ("traces and log", _links(row)),
