@@ -58,17 +58,17 @@ class Extra:
 
     name: str  # the row's field, or its JSON key while this version keeps it in ``extra``
     label: str
-    digits: int
+    digits: int | None  # None: three significant figures, for figures that span many powers of ten
     scale: float = 1.0  # shown as value x scale
 
 
 EXTRAS = (
     Extra("speedup_vs_eager", "speedup vs eager (x)", 2),
-    Extra("flops_per_step", "GFLOP/step", 3, scale=1e-9),
-    Extra("achieved_gflops", "achieved GFLOP/s", 1),
+    Extra("flops_per_step", "GFLOP/step", None, scale=1e-9),
+    Extra("achieved_gflops", "achieved GFLOP/s", None),
     Extra("pct_of_peak", "% of peak", 1),
     Extra("peak_memory_mb", "peak memory MB", 0),
-    Extra("samples_per_s", "samples/s", 1),
+    Extra("samples_per_s", "samples/s", None),
     Extra("gpu_busy_pct", "GPU busy %", 1),
 )
 
@@ -86,7 +86,7 @@ def _extra_text(row: CaseResult, extra: Extra) -> str:
     value = field(row, extra.name)
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return ""
-    return number(value * extra.scale, extra.digits)
+    return significant(value * extra.scale) if extra.digits is None else number(value * extra.scale, extra.digits)
 
 
 def case_id(row: CaseResult | CaseComparison) -> str:
