@@ -25,6 +25,7 @@ from tqdm import tqdm
 
 from torchbenchmark.environment import collect_environment
 from torchbenchmark.harness import Budget
+from torchbenchmark.native_logs import case_log_environment
 from torchbenchmark.registry import meta_of, model_class
 from torchbenchmark.results import CaseResult
 from torchbenchmark.summary import merge, read_rows, write_summary
@@ -163,8 +164,8 @@ def _device_type(options: SweepOptions) -> str:
 
 
 def _worker_environment() -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", KINETO_LOG_LEVEL="5")
+    env = case_log_environment(dict(os.environ))  # the profiler's errors go to the case's log
+    env.update(PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     return env
 
 
