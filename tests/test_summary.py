@@ -78,5 +78,5 @@ def test_merge_replaces_rerun_cases_and_keeps_the_rest(tmp_path: Path) -> None:
 
 
 def test_repr_reads_as_a_sentence() -> None:
-    assert repr(ROWS[0]) == "CaseResult(resnet50 train cpu bs=8: 812.3 ms/step (IQR 12), compute-bound (overhead 1%))"
+    assert repr(ROWS[0]) == "CaseResult(resnet50 train cpu bs=8: 812 ms/step (IQR 12.5 ms), compute-bound (overhead 1%))"
     assert repr(ROWS[3]).startswith("CaseResult(dlrm train cpu: failed (out of memory")

@@ -15,7 +15,8 @@ from typing import Any
 
 from tabulate import tabulate
 
-from torchbenchmark.results import CaseResult
+from torchbenchmark.dispatch import COMPUTE_BOUND_BELOW, DISPATCH_BOUND_AT
+from torchbenchmark.results import MIN_STEPS_FOR_SPREAD, UNTRUSTWORTHY_IQR_FRACTION, CaseResult, format_ms
 
 SUMMARY_TXT = "summary.txt"
 SUMMARY_JSON = "summary.json"
@@ -31,12 +32,7 @@ def _number(value: float | None, digits: int) -> str:
 
 
 def _significant(value: float | None) -> str:
-    """Step times span 0.01 ms to seconds: three significant figures, never scientific notation."""
-    if value is None:
-        return ""
-    if abs(value) < 1:
-        return f"{value:.3g}"
-    return f"{value:.{max(0, 3 - len(str(int(abs(value)))))}f}"
+    return "" if value is None else format_ms(value)
 
 
 def table_row(result: CaseResult) -> list[str]:
@@ -65,13 +61,33 @@ def table_row(result: CaseResult) -> list[str]:
 
 
 def note(result: CaseResult) -> str:
-    """Why an ok row's figure deserves less trust than the others', or nothing."""
-    notes = []
-    if result.steady is False:
-        notes.append("warmup not steady")
-    if result.windows_agree is False:
-        notes.append(f"noisy: windows {result.window_diff_pct:.0f}% apart")
-    return "; ".join(notes)
+    """Why an ok row's figure is not to be trusted, or nothing."""
+    reasons = result.untrustworthy_reasons
+    return f"UNTRUSTWORTHY: {'; '.join(reasons)}" if reasons else ""
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 case``, ``2 cases``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def render_untrustworthy(results: Iterable[CaseResult], specs: Mapping[str, str] | None = None) -> str:
+    """The closing lines of a sweep: each row not to be trusted, why, and what to do; empty if none.
+
+    ``specs`` maps a row's model name to what ``--models`` took for it (a plug-in's spec).
+    """
+    rows = [r for r in results if r.status == "ok" and r.untrustworthy_reasons]
+    if not rows:
+        return ""
+    lines = [f"{plural(len(rows), 'row')} not to be trusted (marked UNTRUSTWORTHY in summary.txt):"]
+    for row in rows:
+        lines.append(f"  {row.model} {row.mode} {row.device}: {'; '.join(row.untrustworthy_reasons)}")
+        if row.step_time is not None and row.step_time.n < MIN_STEPS_FOR_SPREAD:
+            lines.append(f"    measure more steps: drop --steps, or give --steps {MIN_STEPS_FOR_SPREAD} or more")
+        else:
+            spec = (specs or {}).get(row.model, row.model)
+            lines.append(f"    rerun it on a quieter machine: python diagnostics.py --models {spec} --modes {row.mode}")
+    return "\n".join(lines)
 
 
 def render_table(results: Iterable[CaseResult]) -> str:
@@ -90,11 +106,25 @@ def render_text(results: Sequence[CaseResult], environment: Mapping[str, Any]) -
     header = [
         f"torchbenchmark diagnostics, started {environment.get('started_at', '?')}",
         f"torch {environment.get('torch', '?')} on {environment.get('device_name', '?')}, "
-        f"{environment.get('threads', '?')} threads; {len(results)} cases: {tally or 'none'}",
-        "ms/step: median step time; light/detailed/edge %: how much each profile, and timing whole calls, "
-        "add to it; overhead %: estimated per-op overhead share of the step (see README).",
+        f"{environment.get('threads', '?')} threads; {plural(len(results), 'case')}: {tally or 'none'}",
     ]
-    return "\n".join(header) + "\n\n" + render_table(results) + "\n"
+    return "\n".join(header) + "\n\n" + LEGEND + "\n\n" + render_table(results) + "\n"
+
+
+LEGEND = f"""\
+ms/step      median step time, measured outside any profiler; IQR ms: the spread of the middle half of the steps
+n            steps measured (the figures rest on these)
+light %      how much slower a step is inside the light profile; detailed %: inside the detailed one
+edge %       what timing a whole train/eval call adds to the step inside it. A negative percentage is a
+             step measured faster there than outside: noise between the two measurements, read it as 0
+fwd/bwd/opt  share of the profiled step in the forward, backward and optimizer annotations; blank for a
+             model that declares itself unannotated (a GAN, RL, meta-learning), not zero
+ops/step     op events per step in the light trace; op µs: median duration of a top-level op
+overhead %   estimated per-op overhead share of the step; verdict: dispatch-bound at {DISPATCH_BOUND_AT:.0%} or
+             more, compute-bound under {COMPUTE_BOUND_BELOW:.0%}, mixed between (README: how the verdict is decided)
+note         why a case did not end ok; UNTRUSTWORTHY and why for an ok row whose figure is not to be
+             trusted: warmup not steady, measurement windows that never agreed, an IQR above
+             {UNTRUSTWORTHY_IQR_FRACTION:.0%} of the median, or fewer than {MIN_STEPS_FOR_SPREAD} steps. Rerun those on a quieter machine."""
 
 
 def _finite(value: Any) -> Any:
