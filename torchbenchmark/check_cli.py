@@ -85,7 +85,7 @@ def check_spec(spec: str, modes: Sequence[str], device: str = "cpu") -> list[Out
     outcomes = []
     for mode in modes:
         try:
-            model = cls(device=device, batch_size=None, **dict(meta.smoke))
+            model = cls(device=device, **{"batch_size": None, **meta.smoke})  # the smoke test's configuration
         except Exception as error:  # noqa: BLE001 - the model's own code raised: that is the finding
             outcomes.append(Outcome(name, mode, "built as Model(device=..., batch_size=None)", BROKEN, _one_line(error)))
             continue

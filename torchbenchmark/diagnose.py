@@ -19,6 +19,7 @@ from torchbenchmark.profiling import KINDS, run_profile, trace_name
 from torchbenchmark.registry import ModelUnavailableError, meta_of, model_class
 from torchbenchmark.results import CaseResult, Dispatch, StepTime
 from torchbenchmark.stats import relative_change_pct
+from torchbenchmark.steady import steady_process
 from torchbenchmark.trace_analysis import TraceSummary, summarize_trace
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,7 @@ def collect_diagnostics(
     detailed: bool = True,
     config: Mapping[str, Any] | None = None,
     top: int = 10,
+    steady: bool = True,
 ) -> CaseResult:
     """Diagnose ``model`` (a registered name, a plug-in spec or a model class) in ``mode`` on ``device``.
 
@@ -43,11 +45,15 @@ def collect_diagnostics(
     failure becomes the result's status and one-line error (the traceback goes to the log), never an
     exception: one bad model must not cost a sweep its other rows.
 
-    A sweep runs each case in a fresh process set up by ``torchbenchmark.steady.steady_process``; call
-    it first for in-process figures that match a sweep's.
+    ``steady=True`` (the default) first sets this process up as a sweep sets up each case's, with
+    ``torchbenchmark.steady.steady_process`` (denormals flushed to zero, freed memory kept by glibc's
+    malloc), so the figures match a sweep's; both settings stay for the rest of the process.
+    ``steady=False`` leaves the process as it is.
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
+    if steady:
+        steady_process()
     budget = budget or Budget()
     torch_device = torch.device(device)
     name = model if isinstance(model, str) else getattr(model, "__name__", str(model))
