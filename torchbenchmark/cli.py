@@ -38,7 +38,9 @@ plug-ins that follow the model contract, given as package.module:ClassName or pa
 
 outputs, under --out: summary.txt and summary.json (one row per case, rewritten after every case,
 rows of models not in this run kept), and per model <model>/<mode>-<device>.pt.trace.json.gz (light
-profile), ...-detailed.pt.trace.json.gz, .top_ops.txt and .log.
+profile), ...-detailed.pt.trace.json.gz, .top_ops.txt and .log. An ok row whose figure is not to be
+trusted (noisy windows, warmup not steady, a wide IQR, too few steps) is marked UNTRUSTWORTHY on its
+progress line and in summary.txt, and the sweep ends by listing such rows with what to do.
 
 exit status: 0 every case ok or skipped; 1 a case failed or timed out; 2 usage error, nothing run or
 written; 130 interrupted by Ctrl-C; 143 interrupted by SIGTERM.
