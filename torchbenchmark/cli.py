@@ -198,14 +198,15 @@ def list_table(models: Sequence[str] | None = None) -> str:
     rows = []
     for spec in list_models() if models is None else models:
         try:
-            meta = meta_of(model_class(spec))
+            cls = model_class(spec)
+            meta = meta_of(cls)
         except Exception as error:  # noqa: BLE001 - a model that cannot import is listed with the reason
             rows.append((spec, "", "", "", "", "", "", f"unavailable: {error}"))
             continue
         name = meta.name
         missing = [dep for dep in meta.requires if not _importable(dep)]
         sizes = meta.batch_sizes
-        problems = contract_problems(model_class(spec))
+        problems = contract_problems(cls)
         if problems:
             availability = f"cannot run: not a model of the contract: {'; '.join(problems)}"
         else:
