@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from torchbenchmark.results import MIN_STEPS_FOR_SPREAD, UNTRUSTWORTHY_IQR_FRACTION, CaseResult, StepTime, format_ms
+from torchbenchmark.storage import Summary
 from torchbenchmark.summary import LEGEND, note, render_text, render_untrustworthy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,9 +74,9 @@ def test_summary_legend_explains_every_puzzling_column() -> None:
     for words in ("n            steps measured", "blank for a", "op µs: median duration", "A negative percentage",
                   "dispatch-bound at 50%", "compute-bound under 20%", "25% of the median", "UNTRUSTWORTHY"):  # fmt: skip
         assert words in LEGEND
-    text = render_text([row()], {})
-    assert "1 case: 1 ok" in text and LEGEND in text
-    assert "2 cases:" in render_text([row(), row()], {})
+    text = render_text(Summary("", {}, (row(),), {}))
+    assert "this run: 1 case (1 ok)" in text and LEGEND in text
+    assert "this run: 2 cases" in render_text(Summary("", {}, (row(), row()), {}))
 
 
 def test_a_jittery_model_is_marked_on_the_progress_line_in_the_summary_and_at_the_end(tmp_path: Path) -> None:
