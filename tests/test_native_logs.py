@@ -53,9 +53,10 @@ def test_collect_diagnostics_in_a_fresh_interpreter_prints_only_the_users_output
     assert done.stderr.strip() == "mine to stderr"
 
 
-def test_a_users_own_level_is_kept_and_a_case_log_keeps_the_profilers_errors(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_case_log_gets_kinetos_errors_on_a_gpu_and_keeps_the_users_cpp_level(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(native_logs, "_set_here", {"KINETO_LOG_LEVEL"})
-    env = native_logs.case_log_environment({"KINETO_LOG_LEVEL": "6", "TORCH_CPP_LOG_LEVEL": "INFO", "PATH": "/bin"})
-    assert env["KINETO_LOG_LEVEL"] == native_logs.CASE_LOG_LEVELS["KINETO_LOG_LEVEL"]  # ours: the case log gets errors
-    assert env["TORCH_CPP_LOG_LEVEL"] == "INFO"  # the user's
-    assert env["PATH"] == "/bin"
+    user = {"KINETO_LOG_LEVEL": "6", "TORCH_CPP_LOG_LEVEL": "INFO", "PATH": "/bin"}
+    assert native_logs.case_log_environment(user, "cuda:0")["KINETO_LOG_LEVEL"] == "3"
+    env = native_logs.case_log_environment(user, "cpu")
+    assert env["KINETO_LOG_LEVEL"] == "5" and env["TORCH_CPP_LOG_LEVEL"] == "INFO" and env["PATH"] == "/bin"
+    assert native_logs.case_log_environment({}, "cpu")["TORCH_CPP_LOG_LEVEL"] == "WARNING"

@@ -11,8 +11,8 @@ Two libraries under ``torch.profiler`` print lines that read like failures but a
   it freed. Its level is ``TORCH_CPP_LOG_LEVEL``, read once, when torch is imported; ``ERROR`` keeps its
   errors and drops its warnings. Python warnings (``TORCH_WARN``) do not go through it.
 
-A value the user set is kept. Each case of a sweep logs at the levels of ``CASE_LOG_LEVELS`` into its
-own ``.log`` file, so what the profiler said about a case is kept there rather than on the terminal.
+A value the user set is kept. Each case of a sweep logs into its own ``.log`` file at the levels of
+``case_log_environment``, so what the profiler says about a case goes there, not to the terminal.
 """
 
 from __future__ import annotations
@@ -22,8 +22,11 @@ import sys
 
 # Nothing from Kineto; c10's errors only.
 QUIET_LEVELS = {"KINETO_LOG_LEVEL": "6", "TORCH_CPP_LOG_LEVEL": "ERROR"}
-# A case's log keeps the profiler's errors and warnings: it is where a failed case is read.
-CASE_LOG_LEVELS = {"KINETO_LOG_LEVEL": "4", "TORCH_CPP_LOG_LEVEL": "WARNING"}
+# A case's log is where a failed case is read. On a GPU it keeps Kineto's errors and stages (3): they
+# say why a trace lacks GPU events. On a CPU Kineto's only messages are noise about the GPU it does
+# not need (5 keeps only its start/stop markers). c10's warnings are kept on both.
+CASE_KINETO_LEVEL = {"cuda": "3", "cpu": "5"}
+CASE_CPP_LOG_LEVEL = "WARNING"
 
 _set_here: set[str] = set()  # the variables this module set, as opposed to the user
 
@@ -41,7 +44,9 @@ def quiet_native_logs() -> None:
             _set_here.add(name)
 
 
-def case_log_environment(environ: dict[str, str]) -> dict[str, str]:
-    """``environ`` with the case-log levels wherever the user set none (for a case's process)."""
-    user = {name: value for name, value in environ.items() if name not in _set_here}
-    return {**environ, **CASE_LOG_LEVELS, **user}
+def case_log_environment(environ: dict[str, str], device: str) -> dict[str, str]:
+    """``environ`` with a case's log levels for ``device``: Kineto's always, c10's where the user set none."""
+    env = {**environ, "KINETO_LOG_LEVEL": CASE_KINETO_LEVEL["cuda" if device.startswith("cuda") else "cpu"]}
+    if "TORCH_CPP_LOG_LEVEL" not in environ or "TORCH_CPP_LOG_LEVEL" in _set_here:
+        env["TORCH_CPP_LOG_LEVEL"] = CASE_CPP_LOG_LEVEL
+    return env

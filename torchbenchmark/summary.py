@@ -39,9 +39,16 @@ def _phases(result: CaseResult) -> str:
 
 
 def note(result: CaseResult) -> str:
-    """Why an ok row's figure is not to be trusted, or nothing."""
+    """Why an ok row's figure is not to be trusted, and what else to know of its costs; or nothing."""
+    notes = []
     reasons = result.untrustworthy_reasons
-    return f"UNTRUSTWORTHY: {'; '.join(reasons)}" if reasons else ""
+    if reasons:
+        notes.append(f"UNTRUSTWORTHY: {'; '.join(reasons)}")
+    if result.costs is not None and result.costs.compute_limit == "kernels":
+        notes.append(f"kernels limit it: {result.costs.pct_of_peak:.1f}% of peak")
+    if result.costs is not None and (result.costs.pct_of_peak or 0) > 100:
+        notes.append("above the peak: the peak was measured under load")
+    return "; ".join(notes)
 
 
 def plural(count: int, noun: str) -> str:
@@ -68,6 +75,12 @@ def render_untrustworthy(results: Iterable[CaseResult], specs: Mapping[str, str]
     return "\n".join(lines)
 
 
+def _cost(result: CaseResult, name: str, scale: float = 1.0) -> float | None:
+    """A figure of the row's costs, divided by ``scale``; None when the row has none."""
+    value = getattr(result.costs, name) if result.costs is not None else None
+    return None if value is None else value / scale
+
+
 COLUMNS: tuple[Column, ...] = (
     Column("model", lambda r: r.model, numeric=False),
     Column("mode", lambda r: r.mode, numeric=False),
@@ -85,6 +98,11 @@ COLUMNS: tuple[Column, ...] = (
     Column("op µs", lambda r: number(r.dispatch.median_op_us if r.dispatch else None, 1)),
     Column("overhead %", lambda r: number(100 * r.dispatch.overhead_fraction if r.dispatch else None, 1)),
     Column("verdict", lambda r: r.dispatch.verdict if r.dispatch else "", numeric=False),
+    Column("GFLOP/step", lambda r: significant(_cost(r, "flops_per_step", 1e9))),
+    Column("GFLOP/s", lambda r: significant(_cost(r, "achieved_gflops"))),
+    Column("% peak", lambda r: number(_cost(r, "pct_of_peak"), 1)),
+    Column("peak MB", lambda r: number(_cost(r, "peak_memory_mb"), 0)),
+    Column("samples/s", lambda r: significant(_cost(r, "samples_per_s"))),
     Column("note", lambda r: r.error or note(r), numeric=False),
 )
 VARIANT = Column("variant", lambda r: r.variant, numeric=False)  # shown when any row is not eager
@@ -135,6 +153,8 @@ fwd/bwd/opt  share of the profiled step in the forward, backward and optimizer a
 ops/step     op events per step in the light trace; op µs: median duration of a top-level op
 overhead %   estimated per-op overhead share of the step; verdict: dispatch-bound at {DISPATCH_BOUND_AT:.0%} or
              more, compute-bound under {COMPUTE_BOUND_BELOW:.0%}, mixed between (README: how the verdict is decided)
+GFLOP/step   one step's FLOPs (matmuls, convolutions, attention); GFLOP/s: over ms/step; % peak: of the
+             machine's peak_gflops in summary.json; peak MB: most tensor memory live in a step; samples/s: batch/ms
 note         why a case did not end ok; UNTRUSTWORTHY and why for an ok row whose figure is not to be
              trusted: warmup not steady, measurement windows that never agreed, an IQR above
              {UNTRUSTWORTHY_IQR_FRACTION:.0%} of the median, or fewer than {MIN_STEPS_FOR_SPREAD} steps. Rerun those on a quieter machine."""

@@ -27,6 +27,7 @@ from typing import Any
 from tqdm import tqdm
 
 from torchbenchmark import storage
+from torchbenchmark.costs import measure_peak, with_peak, with_step_time
 from torchbenchmark.environment import collect_environment
 from torchbenchmark.native_logs import case_log_environment
 from torchbenchmark.registry import meta_of, model_class
@@ -149,7 +150,9 @@ def run_sweep(models: Sequence[str | type], modes: Sequence[str], options: Sweep
         if legacy is not None:  # rows of a summary from before run records: carried as a record of their own
             storage.write_record(out_dir, legacy)
             earlier = [legacy]
-        environment = collect_environment(options.device, options.threads, options.command)
+        # The machine's peak, measured once per sweep on the cases' device and thread count: see costs.py.
+        peak = measure_peak(options.device, options.threads)
+        environment = {**collect_environment(options.device, options.threads, options.command), **peak.environment()}
         record = storage.RunRecord(storage.new_run_id(), environment, options.command)
         done: dict[tuple[str, str, str], CaseResult] = {}  # (name, mode, variant) -> this run's row
         progress = _Progress(len(cases) * options.repeat, enabled=options.progress)
@@ -171,7 +174,7 @@ def run_sweep(models: Sequence[str | type], modes: Sequence[str], options: Sweep
                 for case in cases:
                     key = (names[case.model], case.mode, case.variant)
                     progress.start(" ".join(key))
-                    result = _run_case(case.replace(repeat=repeat), key[0], out_dir)
+                    result = with_peak(_run_case(case.replace(repeat=repeat), key[0], out_dir), peak.gflops)
                     done[key] = combine_repeats(done[key], result) if repeat else result
                     save()
                     progress.finish(done[key].headline() if repeat == options.repeat - 1 else result.headline())
@@ -181,10 +184,10 @@ def run_sweep(models: Sequence[str | type], modes: Sequence[str], options: Sweep
             if len(done) < len(cases) and options.repeat == 1:  # the case that was running
                 case = cases[len(done)]
                 done[(names[case.model], case.mode, case.variant)] = CaseResult(
-                    model=names[case.model], mode=case.mode, device=case.device_type, variant=case.variant,
+                    model=names[case.model], mode=case.mode, device=case.device, variant=case.variant,
                     status="interrupted", error=reason,
                 )  # fmt: skip
-            not_run = tuple((names[c.model], c.mode, c.device_type, c.variant) for c in cases
+            not_run = tuple((names[c.model], c.mode, c.device, c.variant) for c in cases
                             if (names[c.model], c.mode, c.variant) not in done)  # fmt: skip
             save("interrupted", not_run, interrupted_by=reason)
             return SweepOutcome(tuple(done.values()), interrupted_by=int(signum), run_id=record.run_id,
@@ -216,8 +219,9 @@ def combine_repeats(first: CaseResult, later: CaseResult) -> CaseResult:
         min_ms=min(first.step_time.min_ms, later.step_time.min_ms),
         n=first.step_time.n + later.step_time.n,
     )
-    return dataclasses.replace(first, step_time=step, samples=samples,
-                               windows_agree=bool(first.windows_agree and later.windows_agree))  # fmt: skip
+    combined = dataclasses.replace(first, step_time=step, samples=samples,
+                                   windows_agree=bool(first.windows_agree and later.windows_agree))  # fmt: skip
+    return with_step_time(combined, first.step_time.median_ms)  # per-second costs follow the pooled median
 
 
 class _Progress:
@@ -274,15 +278,16 @@ def _locked(out_dir: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _worker_environment() -> dict[str, str]:
-    env = case_log_environment(dict(os.environ))  # the profiler's errors go to the case's log
+def _worker_environment(device: str) -> dict[str, str]:
+    # The profiler's errors and warnings go to the case's log (see native_logs.py), never the terminal.
+    env = case_log_environment(dict(os.environ), device)
     env.update(PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     return env
 
 
 def _run_case(spec: CaseSpec, name: str, out_dir: Path) -> CaseResult:
     """Run one case in a child process and turn whatever happens to it into a row."""
-    device = spec.device_type
+    device = spec.device  # the full device (cuda:1) in the row's key and its files' names
     mode = spec.mode
     case_dir = out_dir / name
     try:
@@ -307,7 +312,7 @@ def _run_case(spec: CaseSpec, name: str, out_dir: Path) -> CaseResult:
             process = subprocess.Popen(
                 [sys.executable, "-m", "torchbenchmark._worker", json.dumps(request)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=_worker_environment(), start_new_session=True,
+                env=_worker_environment(device), start_new_session=True,
             )  # fmt: skip
             try:
                 returncode = process.wait(timeout=spec.timeout_s)
