@@ -34,7 +34,6 @@ from torchbenchmark.summary import (  # noqa: E402
     LEGEND,
     Column,
     differs,
-    note,
     number,
     render_columns_html,
     significant,
@@ -108,8 +107,8 @@ def doubts(summary: Summary, row: CaseResult) -> list[str]:
     reasons = []
     if row.status != "ok":
         reasons.append(f"{row.status}: {row.error or 'no reason recorded'}")
-    elif note(row):
-        reasons.append(note(row))
+    elif row.untrustworthy_reasons:
+        reasons.append("untrustworthy: " + "; ".join(row.untrustworthy_reasons))
     if differs(summary.environment, summary.environment_of(row)):
         environment = summary.environment_of(row)
         reasons.append(f"measured on another machine or torch version ({environment.get('host')}, "

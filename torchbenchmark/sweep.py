@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import datetime
 import fcntl
+import importlib.machinery
 import json
 import logging
 import os
@@ -29,6 +30,7 @@ from tqdm import tqdm
 from torchbenchmark import storage
 from torchbenchmark.costs import measure_peak, with_peak, with_step_time
 from torchbenchmark.environment import collect_environment
+from torchbenchmark.native_logs import case_log_environment
 from torchbenchmark.registry import meta_of, model_class
 from torchbenchmark.results import CaseResult, Samples, StepTime
 from torchbenchmark.spec import Budget, CaseSpec, Compile
@@ -63,7 +65,7 @@ class SweepOptions:
     detailed: bool = True
     threads: int | None = None  # torch intra-op threads in each case; None: torch's default
     command: str | None = None  # recorded in the run record's environment
-    progress: bool = True
+    progress: bool = True  # a bar on a terminal; False: only a line per case
     repeat: int = 1  # processes per case, interleaved across cases: the samples a comparison uses
     compile: Compile | None = None  # also run each case with its module compiled so
 
@@ -98,6 +100,31 @@ class SweepOutcome:
         return 1 if any(r.status in ("failed", "timeout") for r in self.results) else 0
 
 
+def spec_of(model: str | type) -> str:
+    """The spec a case's process imports ``model`` by: a name or spec as given, a class as ``module:Class``.
+
+    A class defined in a notebook or a script's ``__main__`` lives only in this process, so a case's
+    fresh process cannot import it: that is an error which says what to do instead.
+    """
+    if isinstance(model, str):
+        return model
+    if not isinstance(model, type):
+        raise TypeError(f"run_sweep takes model names, plug-in specs or classes, got {model!r}")
+    module = sys.modules.get(model.__module__)
+    importable = model.__module__ != "__main__" and "<locals>" not in model.__qualname__
+    if not importable or getattr(module, model.__name__, None) is not model:
+        raise TypeError(
+            f"run_sweep runs each case in a fresh process, which cannot import {model.__qualname__}: it is "
+            f"defined in {model.__module__!r} (a notebook or a script run directly). Save the class in a file "
+            f"and pass 'path/to/file.py:{model.__name__}', or run it in this process with "
+            f"collect_diagnostics({model.__name__})."
+        )
+    # sys.path is searched, not sys.modules: a module imported from a file is there under any name.
+    by_name = "." in model.__module__ or importlib.machinery.PathFinder.find_spec(model.__module__) is not None
+    # A plug-in loaded from a file sits under a made-up module name: its file is what imports it.
+    return f"{model.__module__ if by_name else module.__file__}:{model.__name__}"
+
+
 def model_name(spec: str) -> str:
     """The name a model's rows and traces go under: its declared name, else the spec's class name."""
     try:
@@ -107,13 +134,15 @@ def model_name(spec: str) -> str:
         return spec.rpartition(":")[2] or spec
 
 
-def run_sweep(models: Sequence[str], modes: Sequence[str], options: SweepOptions = SweepOptions()) -> SweepOutcome:
+def run_sweep(models: Sequence[str | type], modes: Sequence[str], options: SweepOptions = SweepOptions()) -> SweepOutcome:
     """Run every model x mode, each in its own process, writing traces, logs, a run record and the summary.
 
     With ``options.repeat`` N > 1, every case runs in N processes, in rounds over all cases so that a
     spell of load falls on different cases rather than on all of one case's processes; the first
-    round profiles, later rounds only time steps.
+    round profiles, later rounds only time steps. ``models`` are registered names, plug-in specs, or
+    classes that a fresh process can import.
     """
+    models = [spec_of(model) for model in models]  # a class becomes the spec its fresh process imports
     out_dir = Path(options.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     cases = [options.spec(model, mode, variant) for model in models for mode in modes for variant in options.variants]
@@ -217,7 +246,10 @@ def combine_repeats(first: CaseResult, later: CaseResult) -> CaseResult:
 
 
 class _Progress:
-    """A live tqdm bar with ETA on a terminal; in a log (CI), one line per case with tqdm's count and ETA."""
+    """A live tqdm bar with ETA on a terminal; in a log (CI), one line per case with tqdm's count and ETA.
+
+    Disabled (``--no-progress``), there is no bar and no ETA, and still one line per case.
+    """
 
     def __init__(self, total: int, enabled: bool) -> None:
         self.total = total
@@ -239,6 +271,8 @@ class _Progress:
             elapsed = time.monotonic() - self.started
             meter = tqdm.format_meter(self.done, self.total, elapsed, ncols=50, unit="case", ascii=True)
             print(f"{meter}  {headline}", file=sys.stderr, flush=True)
+        else:
+            print(f"[{self.done}/{self.total}] {headline}", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         self.bar.close()
@@ -266,11 +300,9 @@ def _locked(out_dir: Path) -> Iterator[None]:
 
 
 def _worker_environment(device: str) -> dict[str, str]:
-    env = dict(os.environ)
-    # Kineto's errors go to the case's log on a GPU, where they say why a trace lacks GPU events; on a CPU
-    # its only messages are noise about the GPU it does not need.
-    kineto_level = "3" if device.startswith("cuda") else "5"
-    env.update(PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", KINETO_LOG_LEVEL=kineto_level)
+    # The profiler's errors and warnings go to the case's log (see native_logs.py), never the terminal.
+    env = case_log_environment(dict(os.environ), device)
+    env.update(PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     return env
 
 
