@@ -1,7 +1,8 @@
 """The diagnostics command line: parse and check every input before any work, then run the sweep.
 
-Exit status: 0 every case ok or skipped; 1 a case failed or timed out; 2 a usage error (nothing was
-run or written); 130 interrupted by Ctrl-C (SIGINT); 143 interrupted by SIGTERM.
+Exit status: 0 every case ok or skipped; 1 a case failed or timed out, or the summary could not be
+written; 2 a usage error (nothing was run or written); 128 + the signal when interrupted: 130 by Ctrl-C
+(SIGINT), 143 by SIGTERM, 129 by SIGHUP. Plug-ins are imported only in child processes.
 """
 
 from __future__ import annotations
@@ -19,28 +20,36 @@ from tabulate import tabulate
 
 from torchbenchmark.contract import MODES
 from torchbenchmark.harness import Budget
-from torchbenchmark.registry import (
-    ModelUnavailableError,
-    UnknownModelError,
-    is_plugin_spec,
-    list_models,
-    meta_of,
-    model_class,
-    unknown_model_message,
-)
+from torchbenchmark.plugins import IMPORT_TIMEOUT_S, PluginProbe, probe_plugins
+from torchbenchmark.process import LOG_HEAD_BYTES, LOG_TAIL_BYTES
+from torchbenchmark.registry import is_plugin_spec, list_models, meta_of, model_class, unknown_model_message
+from torchbenchmark.safe_paths import MAX_NAME_BYTES
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
-EPILOG = """\
+EPILOG = f"""\
 models: registered names (see --list), 'all', or plug-ins that follow the model contract, given as
-package.module:ClassName or path/to/file.py:ClassName.
+package.module:ClassName or path/to/file.py:ClassName. A plug-in is imported only in a child process,
+given at most {IMPORT_TIMEOUT_S:g} s (or --timeout, if shorter): one that hangs, crashes or exits while
+being imported is a failed row with its traceback in the log, never the end of the run. A model's name
+(its declared name, else its class name) must be one folder name: no '/', no '..', no NUL, at most
+{MAX_NAME_BYTES} bytes; anything else is a usage error here and a failed row from Python.
 
 outputs, under --out: summary.txt and summary.json (one row per case, rewritten after every case,
 rows of models not in this run kept), and per model <model>/<mode>-<device>.pt.trace.json.gz (light
-profile), ...-detailed.pt.trace.json.gz, .top_ops.txt and .log.
+profile), ...-detailed.pt.trace.json.gz, .top_ops.txt and .log. Every path written is checked to lie
+under --out once links are resolved; nothing is written elsewhere. A case's .log is capped at
+{(LOG_HEAD_BYTES + LOG_TAIL_BYTES) >> 20} MiB: its first and last {LOG_HEAD_BYTES >> 20} MiB are kept, with a line saying how many
+bytes were cut between them. A case that cannot write its outputs (a full disk, a read-only folder)
+is a failed row with the reason, and the run goes on.
 
-exit status: 0 every case ok or skipped; 1 a case failed or timed out; 2 usage error, nothing run or
-written; 130 interrupted by Ctrl-C; 143 interrupted by SIGTERM.
+processes: each case runs in its own process tree, which ends with the case (on success, failure or
+--timeout), detached descendants included, and dies with this run, even if it is killed by SIGKILL.
+
+exit status: 0 every case ok or skipped; 1 a case failed or timed out, or the summary could not be
+written; 2 usage error, in one line, nothing run or written; 130 interrupted by Ctrl-C; 143 interrupted
+by SIGTERM; 129 interrupted by SIGHUP (the running case is stopped and the summary written, the cases
+not run marked interrupted).
 """
 
 
@@ -96,29 +105,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def resolve_models(text: str) -> list[str]:
-    """Registered names and plug-in specs, checked: each one must name a model that exists."""
+def resolve_models(text: str, import_timeout_s: float = IMPORT_TIMEOUT_S) -> list[str]:
+    """Registered names and plug-in specs, checked: each one must name a model that exists, by a usable name.
+
+    Plug-ins are imported in a child process; one whose import fails, hangs or crashes is kept (its
+    cases become failed rows with the reason), one that names nothing is a usage error.
+    """
     specs = [part.strip() for part in text.split(",") if part.strip()]
     if not specs:
         raise UsageError("--models is empty")
-    resolved: list[str] = []
     for spec in specs:
-        if spec == "all":
-            resolved.extend(list_models())
-        elif is_plugin_spec(spec):
-            try:
-                model_class(spec)
-            except UnknownModelError as error:
-                raise UsageError(str(error)) from None
-            except ModelUnavailableError:
-                pass  # it exists but cannot import here: a skipped row with the reason, not a usage error
-            except Exception:  # noqa: BLE001 - the plug-in's own code raised: a failed row with its traceback
-                pass
-            resolved.append(spec)
-        elif spec in list_models():
-            resolved.append(spec)
-        else:
+        if spec != "all" and not is_plugin_spec(spec) and spec not in list_models():
             raise UsageError(unknown_model_message(spec))
+    for probe in probe_plugins([spec for spec in specs if is_plugin_spec(spec)], import_timeout_s).values():
+        if probe.status == "unknown":
+            raise UsageError(probe.error)
+        if probe.name_error:
+            raise UsageError(probe.name_error)
+    resolved = [name for spec in specs for name in (list_models() if spec == "all" else [spec])]
     return list(dict.fromkeys(resolved))  # each case once, first mention first
 
 
@@ -149,6 +153,8 @@ def resolve_device(text: str) -> str:
 
 def check_out_dir(path: Path) -> None:
     """The output folder must be a folder we can write, or a path where one can be made."""
+    if not str(path).strip():
+        raise UsageError("--out is empty; name the output folder (default: traces)")
     if path.exists():
         if not path.is_dir():
             raise UsageError(f"--out {path}: exists and is not a folder")
@@ -162,23 +168,38 @@ def check_out_dir(path: Path) -> None:
         raise UsageError(f"--out {path}: cannot create it, {parent} is not a writable folder")
 
 
-def list_table(models: Sequence[str] | None = None) -> str:
+def list_table(models: Sequence[str] | None = None, import_timeout_s: float = IMPORT_TIMEOUT_S) -> str:
     """The registered models (or the given names and plug-in specs), with whether each can run here."""
+    specs = list_models() if models is None else list(models)
+    probes = probe_plugins([spec for spec in specs if is_plugin_spec(spec)], import_timeout_s)
     rows = []
-    for spec in list_models() if models is None else models:
-        try:
-            meta = meta_of(model_class(spec))
-        except Exception as error:  # noqa: BLE001 - a model that cannot import is listed with the reason
-            rows.append((spec, "", "", "", "", "", "", f"unavailable: {error}"))
-            continue
-        name = meta.name
-        missing = [dep for dep in meta.requires if not _importable(dep)]
-        sizes = meta.batch_sizes
-        availability = f"unavailable: needs {', '.join(missing)}" if missing else "yes"
-        rows.append((name, meta.family, "yes" if meta.annotated else "no", sizes.cpu_train, sizes.cpu_eval,
-                     sizes.cuda_train, sizes.cuda_eval, availability))  # fmt: skip
+    for spec in specs:
+        row = _plugin_row(probes[spec]) if spec in probes else _registered_row(spec)
+        rows.append(row)
     headers = ["model", "family", "annotated", "cpu train", "cpu eval", "cuda train", "cuda eval", "available"]
     return tabulate(rows, headers=headers)
+
+
+def _registered_row(name: str) -> tuple[object, ...]:
+    try:
+        meta = meta_of(model_class(name))
+    except Exception as error:  # noqa: BLE001 - a model that cannot import is listed with the reason
+        return (name, "", "", "", "", "", "", f"unavailable: {error}")
+    missing = [dep for dep in meta.requires if not _importable(dep)]
+    sizes = meta.batch_sizes
+    availability = f"unavailable: needs {', '.join(missing)}" if missing else "yes"
+    return (name, meta.family, "yes" if meta.annotated else "no", sizes.cpu_train, sizes.cpu_eval,
+            sizes.cuda_train, sizes.cuda_eval, availability)  # fmt: skip
+
+
+def _plugin_row(probe: PluginProbe) -> tuple[object, ...]:
+    """A plug-in's row from its probe; an import that failed shows its own error, first line."""
+    if probe.status != "ok":
+        return (probe.spec, "", "", "", "", "", "", f"unavailable: {probe.error}")
+    if probe.name_error:
+        return (probe.spec, "", "", "", "", "", "", f"unusable: {probe.name_error}")
+    availability = f"unavailable: needs {', '.join(probe.missing)}" if probe.missing else "yes"
+    return (probe.row_name, probe.family, "yes" if probe.annotated else "no", *(probe.batch_sizes or ("",) * 4), availability)
 
 
 def _importable(package: str) -> bool:
@@ -192,16 +213,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser().parse_args(argv)
+        import_timeout_s = min(IMPORT_TIMEOUT_S, args.timeout)
         if args.list:
-            print(list_table(resolve_models(args.models) if args.models else None))
+            print(list_table(resolve_models(args.models, import_timeout_s) if args.models else None, import_timeout_s))
             return EXIT_OK
         if not args.models:
             raise UsageError("--models is required (a name, a comma-separated list, 'all' or a plug-in spec)")
-        models = resolve_models(args.models)
         modes = resolve_modes(args.modes)
         device = resolve_device(args.device)
         out_dir = Path(args.out)
         check_out_dir(out_dir)
+        models = resolve_models(args.models, import_timeout_s)  # last: it imports plug-ins, in a child each
         return _sweep(args, models, modes, device, out_dir, argv)
     except UsageError as error:
         print(f"diagnostics.py: error: {error}", file=sys.stderr)
@@ -209,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _sweep(args: argparse.Namespace, models: list[str], modes: list[str], device: str, out_dir: Path, argv: list[str]) -> int:
-    from torchbenchmark.sweep import Interrupted, OutputBusy, SweepOptions, run_sweep
+    from torchbenchmark.sweep import Interrupted, OutputBusy, OutputUnusable, SweepArgumentError, SweepOptions, run_sweep
 
     options = SweepOptions(
         out_dir=out_dir,
@@ -229,11 +251,12 @@ def _sweep(args: argparse.Namespace, models: list[str], modes: list[str], device
             signal.signal(handled, signal.SIG_IGN)
         raise Interrupted(signum)
 
-    # SIGINT too, explicitly: a sweep started in the background inherits SIGINT ignored.
-    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
+    # SIGINT too, explicitly: a sweep started in the background inherits SIGINT ignored. SIGHUP (the
+    # terminal or CI session closing) is handled as SIGTERM is.
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         outcome = run_sweep(models, modes, options)
-    except OutputBusy as error:
+    except (OutputBusy, OutputUnusable, SweepArgumentError) as error:
         raise UsageError(str(error)) from None
     except Interrupted as interrupted:  # before the first case began: there is nothing to summarise
         return 128 + interrupted.signum

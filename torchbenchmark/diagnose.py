@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from tabulate import tabulate
 
-from torchbenchmark import dispatch
+from torchbenchmark import dispatch, safe_paths
 from torchbenchmark.contract import MODES
 from torchbenchmark.harness import Budget, characterise
 from torchbenchmark.profiling import KINDS, run_profile, trace_name
@@ -56,6 +56,7 @@ def collect_diagnostics(
     try:
         cls = model_class(model) if isinstance(model, str) else model
         meta = meta_of(cls)
+        safe_paths.check_model_name(meta.name)  # it names the case's folder: refused before any work
         row.update(model=meta.name, family=meta.family)
         return _diagnose(cls, meta, mode, torch_device, batch_size, Path(out_dir), budget, detailed, config, top, row, timings)
     except Exception as error:  # noqa: BLE001 - every failure becomes the case's row; Ctrl-C still stops
@@ -120,7 +121,7 @@ def _diagnose(
     lap("characterise")
     timings["characterise"] = round(timings["characterise"] - timings["warmup"], 3)
 
-    case_dir = out_dir / meta.name
+    case_dir = safe_paths.case_dir(out_dir, meta.name)  # its name, checked, before any path is made of it
     profiles = {}
     for kind in KINDS if detailed else ("light",):
         active = budget.profiled_steps(kind, measured.steps.median_ms)

@@ -117,8 +117,12 @@ def render_json(results: Sequence[CaseResult], environment: Mapping[str, Any]) -
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so that a reader sees the old file or the new one, never half of one."""
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, path)
+    partial.unlink(missing_ok=True)  # a link left there is removed, not written through
+    try:
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
+    finally:  # on every path: a failed write (a full disk) leaves no temporary file
+        partial.unlink(missing_ok=True)
 
 
 def read_rows(out_dir: Path) -> list[CaseResult]:

@@ -1,9 +1,11 @@
 """A sweep: many cases, each in a fresh process with a timeout, the summary rewritten after every case.
 
-A case's process is its own session, so a hung or crashed model is killed with its whole process tree
-and the sweep goes on. Ctrl-C or SIGTERM ends the running case, marks the cases not yet finished
-``interrupted`` and still writes the summary. Only files this tool writes for the cases it runs are
-ever replaced; a lock refuses a second sweep into the same folder while one is running.
+A case's process runs under a guard (``torchbenchmark/process.py``), so a hung or crashed model is
+ended with its whole process tree, detached descendants included, and the sweep goes on; a case whose
+sweep dies, even by SIGKILL, dies with it. Plug-ins are imported only in such child processes. Ctrl-C,
+SIGTERM or SIGHUP ends the running case, marks the cases not yet finished ``interrupted`` and still
+writes the summary. Only files this tool writes for the cases it runs are ever replaced, each checked
+to lie under the output folder; a lock refuses a second sweep into the same folder while one is running.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ import contextlib
 import dataclasses
 import fcntl
 import json
+import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,11 +27,14 @@ from typing import Any
 
 from tqdm import tqdm
 
+from torchbenchmark import process, safe_paths
+from torchbenchmark.contract import MODES
 from torchbenchmark.environment import collect_environment
 from torchbenchmark.harness import Budget
-from torchbenchmark.registry import meta_of, model_class
+from torchbenchmark.plugins import IMPORT_TIMEOUT_S, PluginProbe, probe_plugins
+from torchbenchmark.registry import is_plugin_spec, list_models, unknown_model_message
 from torchbenchmark.results import CaseResult
-from torchbenchmark.summary import merge, read_rows, write_summary
+from torchbenchmark.summary import SUMMARY_JSON, SUMMARY_TXT, merge, read_rows, write_summary
 
 LOCK_NAME = ".torchbenchmark.lock"
 OUT_OF_MEMORY_KILL = "killed by SIGKILL: the system may have run out of memory; try a smaller --batch-size"
@@ -35,6 +42,14 @@ OUT_OF_MEMORY_KILL = "killed by SIGKILL: the system may have run out of memory; 
 
 class OutputBusy(RuntimeError):
     """Another sweep holds the output folder."""
+
+
+class OutputUnusable(RuntimeError):
+    """The output folder cannot be made, locked or written."""
+
+
+class SweepArgumentError(ValueError):
+    """An argument of :func:`run_sweep` that the command line would refuse as a usage error."""
 
 
 class Interrupted(KeyboardInterrupt):
@@ -62,51 +77,157 @@ class SweepOptions:
 class SweepOutcome:
     results: tuple[CaseResult, ...]  # this sweep's rows, in the order the cases ran
     interrupted_by: int | None = None  # the signal that stopped the sweep, if one did
+    summary_error: str | None = None  # why the summary could not be written, if it could not
 
     @property
     def exit_status(self) -> int:
-        """130 (SIGINT) or 143 (SIGTERM) when interrupted, 1 when a case failed or timed out, else 0."""
+        """128 + the signal (130 SIGINT, 143 SIGTERM, 129 SIGHUP) when interrupted; 1 when a case failed
+        or timed out or the summary could not be written; else 0."""
         if self.interrupted_by is not None:
             return 128 + self.interrupted_by
-        return 1 if any(r.status in ("failed", "timeout") for r in self.results) else 0
+        failed = any(r.status in ("failed", "timeout") for r in self.results)
+        return 1 if failed or self.summary_error else 0
 
 
-def model_name(spec: str) -> str:
-    """The name a model's rows and traces go under: its declared name, else the spec's class name."""
-    try:
-        return meta_of(model_class(spec)).name
-    except Exception:  # noqa: BLE001 - the case's own process reports why it cannot load
-        # Not the spec itself: a plug-in's path would put its folder outside the output folder.
-        return spec.rpartition(":")[2] or spec
+def run_sweep(
+    models: Sequence[str] | str, modes: Sequence[str] | str = MODES, options: SweepOptions = SweepOptions()
+) -> SweepOutcome:
+    """Run every model x mode, each in its own process, writing traces, logs and the summary.
 
-
-def run_sweep(models: Sequence[str], modes: Sequence[str], options: SweepOptions = SweepOptions()) -> SweepOutcome:
-    """Run every model x mode, each in its own process, writing traces, logs and the summary."""
+    Arguments are checked as the command line checks them (a str is one model spec or one mode):
+    :class:`SweepArgumentError` for a bad one, :class:`OutputUnusable` or :class:`OutputBusy` for
+    an output folder that cannot be used; a plug-in that cannot be imported is a row, not an error.
+    """
+    models, modes = _checked_arguments(models, modes, options)
     out_dir = Path(options.out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    cases = [(spec, model_name(spec), mode) for spec in models for mode in modes]
+    _prepare_out_dir(out_dir)
+    probes = probe_plugins([m for m in models if is_plugin_spec(m)], min(IMPORT_TIMEOUT_S, options.timeout_s))
+    unknown = [probe.error for probe in probes.values() if probe.status == "unknown"]
+    if unknown:
+        raise SweepArgumentError(unknown[0])
+    cases = [(spec, probes[spec].row_name if spec in probes else spec, mode) for spec in models for mode in modes]
     with _locked(out_dir):
         earlier = read_rows(out_dir)
         environment = collect_environment(options.device, options.threads, options.command)
         done: list[CaseResult] = []
         progress = _Progress(len(cases), enabled=options.progress)
+        summary = _SummaryWriter(out_dir, earlier, environment)
         try:
             for spec, name, mode in cases:
                 progress.start(f"{name} {mode}")
-                result = _run_case(spec, name, mode, options)
+                result = _unstartable(probes.get(spec), name, mode, options) or _run_case(spec, name, mode, options)
                 done.append(result)
-                write_summary(out_dir, merge(earlier, done), environment)
+                summary.write(done)
                 progress.finish(result.headline())
         except KeyboardInterrupt as stop:
             signum = stop.signum if isinstance(stop, Interrupted) else signal.SIGINT
             reason = f"interrupted by {signal.Signals(signum).name}"
             for _, name, mode in cases[len(done) :]:
                 done.append(CaseResult(model=name, mode=mode, device=_device_type(options), status="interrupted", error=reason))
-            write_summary(out_dir, merge(earlier, done), environment)
-            return SweepOutcome(tuple(done), interrupted_by=int(signum))
+            summary.write(done)
+            return SweepOutcome(tuple(done), interrupted_by=int(signum), summary_error=summary.error)
         finally:
             progress.close()
-    return SweepOutcome(tuple(done))
+    return SweepOutcome(tuple(done), summary_error=summary.error)
+
+
+def _checked_arguments(models: Sequence[str] | str, modes: Sequence[str] | str, options: SweepOptions) -> tuple[list[str], list[str]]:
+    """The models and modes as lists, once every argument is one the command line would accept."""
+    models = [models] if isinstance(models, str) else models
+    modes = [modes] if isinstance(modes, str) else modes
+    if not isinstance(models, Sequence) or not models or not all(isinstance(m, str) and m.strip() for m in models):
+        raise SweepArgumentError(f"models must be a model name or spec, or a non-empty sequence of them; got {models!r:.80}")
+    models = [name for spec in models for name in (list_models() if spec == "all" else [spec])]
+    for spec in models:
+        if not is_plugin_spec(spec) and spec not in list_models():
+            raise SweepArgumentError(unknown_model_message(spec))
+    if not isinstance(modes, Sequence) or not modes or any(mode not in MODES for mode in modes):
+        raise SweepArgumentError(f"modes must be train, eval or both; got {modes!r:.80}")
+    _check_device(options.device)
+    for field, value in (("batch_size", options.batch_size), ("threads", options.threads)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise SweepArgumentError(f"{field} must be a whole number of at least 1, or None; got {value!r}")
+    timeout = options.timeout_s
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (math.isfinite(timeout) and timeout > 0):
+        raise SweepArgumentError(f"timeout_s must be a number of seconds more than 0; got {timeout!r}")
+    if not str(options.out_dir).strip():
+        raise SweepArgumentError("out_dir is empty; name the output folder")
+    return list(dict.fromkeys(models)), list(dict.fromkeys(modes))
+
+
+def _check_device(device: object) -> None:
+    import torch
+
+    if device == "cpu":
+        return
+    if isinstance(device, str) and (device == "cuda" or device.startswith("cuda:")):
+        index = device.partition(":")[2]
+        if not torch.cuda.is_available():
+            raise SweepArgumentError(f"device {device}: no CUDA GPU is available here; use cpu")
+        if index and (not index.isdigit() or int(index) >= torch.cuda.device_count()):
+            raise SweepArgumentError(f"device {device}: there are {torch.cuda.device_count()} CUDA devices")
+        return
+    raise SweepArgumentError(f"unknown device {device!r}; expected cpu, cuda or cuda:N")
+
+
+def _prepare_out_dir(out_dir: Path) -> None:
+    """Make the output folder; refuse one where the lock or summary cannot be ours."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise OutputUnusable(f"{out_dir}: cannot create the output folder: {error.strerror or error}") from None
+    if not out_dir.is_dir():
+        raise OutputUnusable(f"{out_dir}: exists and is not a folder")
+    for name in (SUMMARY_JSON, SUMMARY_TXT, LOCK_NAME):
+        path = out_dir / name
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise OutputUnusable(f"{path}: is not a file this tool wrote; move it away or choose another --out")
+
+
+class _SummaryWriter:
+    """Rewrites the summary after each case; a write that fails (a full disk) is reported, and the sweep goes on."""
+
+    def __init__(self, out_dir: Path, earlier: list[CaseResult], environment: dict[str, Any]) -> None:
+        self.out_dir, self.earlier, self.environment = out_dir, earlier, environment
+        self.error: str | None = None
+
+    def write(self, done: list[CaseResult]) -> None:
+        try:
+            write_summary(self.out_dir, merge(self.earlier, done), self.environment)
+        except OSError as error:
+            message = f"cannot write the summary in {self.out_dir}: {error.strerror or error}"
+            if message != self.error:
+                print(f"diagnostics: {message}", file=sys.stderr, flush=True)
+            self.error = message
+        else:
+            self.error = None
+
+
+def _unstartable(probe: PluginProbe | None, name: str, mode: str, options: SweepOptions) -> CaseResult | None:
+    """The row of a plug-in case that cannot start (its import failed, or its name is unusable), else None."""
+    if probe is None or (probe.status == "ok" and probe.name_error is None):
+        return None
+    device = _device_type(options)
+    if probe.status == "ok":
+        return CaseResult(model=name, mode=mode, device=device, status="failed", error=probe.name_error)
+    status, error = ("skipped", f"unavailable: {probe.error}") if probe.status == "unavailable" else ("failed", probe.error)
+    log = None
+    try:  # the import's output, tracebacks included, as the case's log
+        out_dir = Path(options.out_dir)
+        case_dir = safe_paths.case_dir(out_dir, name)
+        case_dir.mkdir(parents=True, exist_ok=True)
+        log_path = safe_paths.inside(out_dir, case_dir / f"{mode}-{device}.log")
+        partial = case_dir / f".{log_path.name}.{os.getpid()}.partial"
+        try:
+            with safe_paths.create_new(partial) as sink:
+                sink.write(f"[torchbenchmark] importing {probe.spec}\n{probe.output}\n[torchbenchmark] {status}: {error}\n".encode())
+            os.replace(partial, log_path)
+        finally:
+            partial.unlink(missing_ok=True)
+        log = log_path.relative_to(out_dir).as_posix()
+    except (OSError, ValueError) as write_error:
+        error = f"{error}; its log cannot be written: {write_error}"
+    return CaseResult(model=name, mode=mode, device=device, status=status, error=error[:300], log=log)
 
 
 class _Progress:
@@ -141,7 +262,11 @@ class _Progress:
 def _locked(out_dir: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``out_dir`` for the sweep; refuse if another process holds it."""
     path = out_dir / LOCK_NAME
-    with open(path, "a+", encoding="utf-8") as lock:
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as error:
+        raise OutputUnusable(f"{path}: cannot open the lock: {error.strerror or error}") from None
+    with open(fd, "a+", encoding="utf-8") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -169,16 +294,18 @@ def _worker_environment() -> dict[str, str]:
 
 
 def _run_case(spec: str, name: str, mode: str, options: SweepOptions) -> CaseResult:
-    """Run one case in a child process and turn whatever happens to it into a row."""
+    """Run one case in a guarded child process and turn whatever happens to it into a row."""
     out_dir = Path(options.out_dir)
     device = _device_type(options)
-    case_dir = out_dir / name
     try:
+        case_dir = safe_paths.case_dir(out_dir, name)
         case_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as error:  # e.g. a file of the user's where the model's folder would go: left alone
+        safe_paths.inside(out_dir, case_dir)  # a link put there meanwhile
+        log_path = safe_paths.inside(out_dir, case_dir / f"{mode}-{device}.log")
+        partial_log = case_dir / f".{log_path.name}.{os.getpid()}.partial"
+        sink = safe_paths.create_new(partial_log)
+    except (OSError, ValueError) as error:  # a file of the user's where the model's folder would go is left alone
         return CaseResult(model=name, mode=mode, device=device, status="failed", error=f"cannot write its outputs: {error}")
-    log_path = case_dir / f"{mode}-{device}.log"
-    partial_log = case_dir / f".{log_path.name}.{os.getpid()}.partial"
     result_path = case_dir / f".{mode}-{device}.result.{os.getpid()}.json"
     request = {
         "model": spec,
@@ -194,6 +321,7 @@ def _run_case(spec: str, name: str, mode: str, options: SweepOptions) -> CaseRes
     }
     base = {"model": name, "mode": mode, "device": device, "log": log_path.relative_to(out_dir).as_posix()}
     started = time.perf_counter()
+    log = process.CappedLog(sink)
 
     def ended(status: str, reason: str) -> CaseResult:
         """The row of a case that could not report one itself."""
@@ -201,42 +329,60 @@ def _run_case(spec: str, name: str, mode: str, options: SweepOptions) -> CaseRes
         return CaseResult(**base, status=status, error=reason, timings_s={"total": round(time.perf_counter() - started, 3)})
 
     try:
-        with open(partial_log, "w", encoding="utf-8") as log:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "torchbenchmark._worker", json.dumps(request)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=_worker_environment(), start_new_session=True,
-            )  # fmt: skip
-            try:
-                returncode = process.wait(timeout=options.timeout_s)
-            except subprocess.TimeoutExpired:
-                _kill_tree(process)
-                return ended("timeout", f"no result after {options.timeout_s:g} s; process tree killed")
-            except BaseException:
-                _kill_tree(process)
-                log.write("\n[torchbenchmark] interrupted: process tree killed\n")
-                raise
-            # A child process the model started can outlive it (above all when it crashed): the
-            # case's session ends with the case, so nothing it started keeps running or writing.
-            _kill_tree(process)
-            row = _read_row(result_path)
-            if row is None:
-                return ended("failed", _death_reason(returncode))
-        row.update(model=name, log=base["log"])  # the worker names a model it could not load by its spec
-        row.setdefault("timings_s", {})["total"] = round(time.perf_counter() - started, 3)
-        return CaseResult.from_dict(row)
+        result = _run_worker(request, log, options.timeout_s, ended)
+        result.timings_s["total"] = round(time.perf_counter() - started, 3)
     finally:
-        with contextlib.suppress(FileNotFoundError):
+        log.close()
+        with contextlib.suppress(OSError):
+            sink.close()
+        try:
             os.replace(partial_log, log_path)
-        for leftover in (result_path, result_path.with_name(result_path.name + ".partial")):
-            with contextlib.suppress(FileNotFoundError):
-                leftover.unlink()
+        except OSError:
+            partial_log.unlink(missing_ok=True)
+        _remove_partials(case_dir, result_path)
+    if log.error is not None:  # a full disk, or a folder that became unwritable: the case's outputs are lost
+        return CaseResult(**base, status="failed", error=f"cannot write its outputs: {log.error}", timings_s=result.timings_s)
+    return dataclasses.replace(result, model=name, log=base["log"])  # a model it could not load is named by its spec
 
 
-def _kill_tree(process: subprocess.Popen[Any]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
+def _run_worker(request: dict[str, Any], log: process.CappedLog, timeout_s: float, ended: Any) -> CaseResult:
+    write_end = log.pipe()
+    try:
+        child = process.spawn("torchbenchmark._worker", [json.dumps(request)], _worker_environment(), write_end, write_end)
+    finally:
+        os.close(write_end)
+    try:
+        returncode = child.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.end(child)
+        return ended("timeout", f"no result after {timeout_s:g} s; process tree killed")
+    except BaseException:
+        process.end(child)
+        log.write("\n[torchbenchmark] interrupted: process tree killed\n")
+        raise
+    # A child process the model started can outlive it (above all when it crashed): the case's
+    # tree ends with the case, so nothing it started keeps running or writing.
+    process.end(child)
+    row = _read_row(Path(request["result_path"]))
+    if row is None:
+        return ended("failed", _death_reason(returncode))
+    row.setdefault("timings_s", {})
+    return CaseResult.from_dict(row)
+
+
+# The temporary names this tool writes under before renaming: ".<name>.<pid>.partial", and the raw
+# trace ".<trace>.gz.<pid>.json" that is gzipped into place.
+_TEMPORARY = re.compile(r"\..+\.\d+\.partial|\..+\.pt\.trace\.json\.gz\.\d+\.json")
+
+
+def _remove_partials(case_dir: Path, result_path: Path) -> None:
+    """Temporary files of this tool left in a case's folder by a case that was killed or failed to write."""
+    leftovers = [result_path, result_path.with_name(result_path.name + ".partial")]
+    with contextlib.suppress(OSError):
+        leftovers += [p for p in case_dir.iterdir() if _TEMPORARY.fullmatch(p.name)]
+    for leftover in leftovers:
+        with contextlib.suppress(OSError):
+            leftover.unlink()
 
 
 def _read_row(path: Path) -> dict[str, Any] | None:
