@@ -21,6 +21,14 @@ def main(argv: list[str]) -> int:
     faulthandler.dump_traceback_later(max(0.1, request["dump_at"] - time.time()), exit=False)
 
     from torchbenchmark.registry import ModelUnavailableError, UnknownModelError, meta_of, model_class
+    from torchbenchmark.safe_paths import UnsafeNameError, check_model_name
+
+    def name_problem(name: object) -> str:
+        try:
+            check_model_name(name)
+        except UnsafeNameError as error:
+            return str(error)
+        return ""
 
     def importable(package: str) -> bool:
         try:
@@ -36,7 +44,7 @@ def main(argv: list[str]) -> int:
             found = {
                 "status": "ok",
                 "name": meta.name if isinstance(meta.name, str) else None,
-                "name_repr": repr(meta.name)[:80],
+                "name_problem": name_problem(meta.name),
                 "family": str(meta.family),
                 "annotated": bool(meta.annotated),
                 "batch_sizes": [sizes.cpu_train, sizes.cpu_eval, sizes.cuda_train, sizes.cuda_eval],

@@ -153,8 +153,6 @@ def resolve_device(text: str) -> str:
 
 def check_out_dir(path: Path) -> None:
     """The output folder must be a folder we can write, or a path where one can be made."""
-    if not str(path).strip():
-        raise UsageError("--out is empty; name the output folder (default: traces)")
     if path.exists():
         if not path.is_dir():
             raise UsageError(f"--out {path}: exists and is not a folder")
@@ -221,6 +219,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UsageError("--models is required (a name, a comma-separated list, 'all' or a plug-in spec)")
         modes = resolve_modes(args.modes)
         device = resolve_device(args.device)
+        if not args.out.strip():
+            raise UsageError("--out is empty; name the output folder (default: traces)")
         out_dir = Path(args.out)
         check_out_dir(out_dir)
         models = resolve_models(args.models, import_timeout_s)  # last: it imports plug-ins, in a child each

@@ -30,7 +30,7 @@ class PluginProbe:
     error: str = ""  # one line, for a row or an error message
     output: str = ""  # the import's output, tracebacks included (capped)
     name: str | None = None  # the declared name when it is a str; see name_error
-    name_repr: str = ""
+    name_problem: str = ""  # why the declared name is unusable, as the importing process found it
     family: str = ""
     annotated: bool = False
     batch_sizes: tuple[int, int, int, int] | None = None  # cpu train, cpu eval, cuda train, cuda eval
@@ -42,13 +42,13 @@ class PluginProbe:
 
     @property
     def name_error(self) -> str | None:
-        """Why the declared name cannot name the model's folder, or None."""
+        """Why the declared name cannot name the model's folder, or None (checked here again, not trusted)."""
         if self.status != "ok":
             return None
         try:
-            check_model_name(self.name if self.name is not None else _Unprintable(self.name_repr))
+            check_model_name(self.name)
         except UnsafeNameError as error:
-            return f"plug-in {self.spec!r}: {error}"
+            return f"plug-in {self.spec!r}: {self.name_problem or error}"
         return None
 
     @property
@@ -57,16 +57,6 @@ class PluginProbe:
         if self.status == "ok" and self.name_error is None and self.name is not None:
             return self.name
         return self.class_name
-
-
-class _Unprintable:
-    """A declared name that is no str, shown as the plug-in gave it."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __repr__(self) -> str:
-        return self.text
 
 
 def probe_plugins(specs: Iterable[str], timeout_s: float = IMPORT_TIMEOUT_S) -> dict[str, PluginProbe]:
@@ -129,7 +119,7 @@ def _probe_target(target: str, specs: list[str], timeout_s: float) -> dict[str, 
         sizes = item.get("batch_sizes")
         probes[spec] = PluginProbe(
             spec=spec, status=item["status"], error=item.get("error", ""), output=text,
-            name=item.get("name"), name_repr=item.get("name_repr", ""), family=item.get("family", ""),
+            name=item.get("name"), name_problem=item.get("name_problem", ""), family=item.get("family", ""),
             annotated=bool(item.get("annotated")), batch_sizes=tuple(sizes) if sizes else None,
             missing=tuple(item.get("missing", ())),
         )  # fmt: skip

@@ -333,15 +333,21 @@ def _run_case(spec: str, name: str, mode: str, options: SweepOptions) -> CaseRes
         result.timings_s["total"] = round(time.perf_counter() - started, 3)
     finally:
         log.close()
-        with contextlib.suppress(OSError):
-            sink.close()
         try:
-            os.replace(partial_log, log_path)
-        except OSError:
-            partial_log.unlink(missing_ok=True)
+            sink.close()
+        except OSError as error:
+            log.error = log.error or error
+        if log.error is None:
+            try:
+                os.replace(partial_log, log_path)
+            except OSError as error:
+                log.error = error
+        # A log that could not be written whole (a full disk) is removed: the space goes to the cases after it.
+        partial_log.unlink(missing_ok=True)
         _remove_partials(case_dir, result_path)
-    if log.error is not None:  # a full disk, or a folder that became unwritable: the case's outputs are lost
-        return CaseResult(**base, status="failed", error=f"cannot write its outputs: {log.error}", timings_s=result.timings_s)
+    if log.error is not None:
+        reason = f"cannot write its outputs: {log.error}; its log was removed"
+        return CaseResult(model=name, mode=mode, device=device, status="failed", error=reason, timings_s=result.timings_s)
     return dataclasses.replace(result, model=name, log=base["log"])  # a model it could not load is named by its spec
 
 
