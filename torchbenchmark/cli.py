@@ -27,29 +27,34 @@ from torchbenchmark.safe_paths import MAX_NAME_BYTES
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
+
+def _mib(n_bytes: int) -> str:
+    return f"{n_bytes / (1 << 20):g} MiB"
+
+
 EPILOG = f"""\
 models: registered names (see --list), 'all', or plug-ins that follow the model contract, given as
 package.module:ClassName or path/to/file.py:ClassName. A plug-in is imported only in a child process,
 given at most {IMPORT_TIMEOUT_S:g} s (or --timeout, if shorter): one that hangs, crashes or exits while
-being imported is a failed row with its traceback in the log, never the end of the run. A model's name
-(its declared name, else its class name) must be one folder name: no '/', no '..', no NUL, at most
-{MAX_NAME_BYTES} bytes; anything else is a usage error here and a failed row from Python.
+being imported is a failed row with its traceback in the log, never the end of the run. A model's
+name (its declared name, else its class name) must be one folder name: no '/', no '..', no NUL, at
+most {MAX_NAME_BYTES} bytes; anything else is a usage error here and a failed row from Python.
 
 outputs, under --out: summary.txt and summary.json (one row per case, rewritten after every case,
 rows of models not in this run kept), and per model <model>/<mode>-<device>.pt.trace.json.gz (light
 profile), ...-detailed.pt.trace.json.gz, .top_ops.txt and .log. Every path written is checked to lie
-under --out once links are resolved; nothing is written elsewhere. A case's .log is capped at
-{(LOG_HEAD_BYTES + LOG_TAIL_BYTES) >> 20} MiB: its first and last {LOG_HEAD_BYTES >> 20} MiB are kept, with a line saying how many
-bytes were cut between them. A case that cannot write its outputs (a full disk, a read-only folder)
-is a failed row with the reason, and the run goes on.
+under --out once links are resolved; nothing is written elsewhere. A case's .log is capped at {_mib(LOG_HEAD_BYTES + LOG_TAIL_BYTES)}:
+its first and last {_mib(LOG_HEAD_BYTES)} are kept, with a line saying how many bytes were cut between them.
+A case that cannot write its outputs (a full disk, a read-only folder) is a failed row with the
+reason, and the run goes on.
 
 processes: each case runs in its own process tree, which ends with the case (on success, failure or
 --timeout), detached descendants included, and dies with this run, even if it is killed by SIGKILL.
 
 exit status: 0 every case ok or skipped; 1 a case failed or timed out, or the summary could not be
-written; 2 usage error, in one line, nothing run or written; 130 interrupted by Ctrl-C; 143 interrupted
-by SIGTERM; 129 interrupted by SIGHUP (the running case is stopped and the summary written, the cases
-not run marked interrupted).
+written; 2 usage error, in one line, nothing run or written; 130 interrupted by Ctrl-C;
+143 interrupted by SIGTERM; 129 interrupted by SIGHUP (the running case is stopped, the summary
+written and the cases not run marked interrupted).
 """
 
 

@@ -130,7 +130,8 @@ def supervise(work: Callable[[], int]) -> NoReturn:
         os._exit(128 + caught[0])
     if os.WIFSIGNALED(status):  # die of the same signal, so the caller sees how the work ended
         signum = os.WTERMSIG(status)
-        signal.signal(signum, signal.SIG_DFL)
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL and SIGSTOP have no handler to reset
+            signal.signal(signum, signal.SIG_DFL)
         os.kill(guard, signum)
     os._exit(os.waitstatus_to_exitcode(status) if not os.WIFSIGNALED(status) else 1)
 
