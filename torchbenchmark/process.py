@@ -160,7 +160,9 @@ def _wait_for(child: int) -> int:
             return status
 
 
-def spawn(module: str, args: Sequence[str], env: Mapping[str, str], stdout: int | IO[Any], stderr: int | IO[Any]) -> subprocess.Popen[bytes]:
+def spawn(
+    module: str, args: Sequence[str], env: Mapping[str, str], stdout: int | IO[Any], stderr: int | IO[Any]
+) -> subprocess.Popen[bytes]:
     """Run ``python -m module *args`` under a guard, in its own session, to die with this process.
 
     The guard is this file run as a script: it imports nothing but the standard library, so it

@@ -131,7 +131,9 @@ def run_sweep(
     return SweepOutcome(tuple(done), summary_error=summary.error)
 
 
-def _checked_arguments(models: Sequence[str] | str, modes: Sequence[str] | str, options: SweepOptions) -> tuple[list[str], list[str]]:
+def _checked_arguments(
+    models: Sequence[str] | str, modes: Sequence[str] | str, options: SweepOptions
+) -> tuple[list[str], list[str]]:
     """The models and modes as lists, once every argument is one the command line would accept."""
     models = [models] if isinstance(models, str) else models
     modes = [modes] if isinstance(modes, str) else modes
@@ -220,7 +222,8 @@ def _unstartable(probe: PluginProbe | None, name: str, mode: str, options: Sweep
         partial = case_dir / f".{log_path.name}.{os.getpid()}.partial"
         try:
             with safe_paths.create_new(partial) as sink:
-                sink.write(f"[torchbenchmark] importing {probe.spec}\n{probe.output}\n[torchbenchmark] {status}: {error}\n".encode())
+                text = f"[torchbenchmark] importing {probe.spec}\n{probe.output}\n[torchbenchmark] {status}: {error}\n"
+                sink.write(text.encode())
             os.replace(partial, log_path)
         finally:
             partial.unlink(missing_ok=True)
