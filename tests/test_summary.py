@@ -1,4 +1,4 @@
-"""The summary: the rendered table is pinned by a golden file, JSON round-trips, merging keeps other rows."""
+"""The summary: the rendered table is pinned by a golden file, JSON round-trips, non-finite figures are null."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from torchbenchmark.results import CaseResult, Dispatch, StepTime, TopOp
-from torchbenchmark.summary import merge, read_rows, render_json, render_table, write_summary
+from torchbenchmark.summary import render_json, render_table
 
 GOLDEN = Path(__file__).parent / "data" / "summary_golden.txt"
 
@@ -66,15 +66,6 @@ def test_json_has_the_pinned_fields_and_round_trips() -> None:
 def test_non_finite_figures_become_null() -> None:
     row = CaseResult(model="m", mode="eval", device="cpu", status="ok", edge_distortion_pct=float("inf"))
     assert json.loads(render_json([row], {}))["results"][0]["edge_distortion_pct"] is None
-
-
-def test_merge_replaces_rerun_cases_and_keeps_the_rest(tmp_path: Path) -> None:
-    write_summary(tmp_path, ROWS, ENVIRONMENT)
-    rerun = CaseResult(model="dlrm", mode="train", device="cpu", status="ok", batch_size=64)
-    merged = merge(read_rows(tmp_path), [rerun])
-    assert len(merged) == len(ROWS)
-    assert next(r for r in merged if r.key == rerun.key) == rerun
-    assert {r.key for r in merged} == {r.key for r in ROWS}
 
 
 def test_repr_reads_as_a_sentence() -> None:

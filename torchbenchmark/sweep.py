@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime
 import fcntl
 import json
 import math
 import os
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -27,14 +29,14 @@ from typing import Any
 
 from tqdm import tqdm
 
-from torchbenchmark import process, safe_paths
+from torchbenchmark import process, safe_paths, storage
 from torchbenchmark.contract import MODES
 from torchbenchmark.environment import collect_environment
-from torchbenchmark.harness import Budget
 from torchbenchmark.plugins import IMPORT_TIMEOUT_S, PluginProbe, probe_plugins
 from torchbenchmark.registry import is_plugin_spec, list_models, unknown_model_message
-from torchbenchmark.results import CaseResult
-from torchbenchmark.summary import SUMMARY_JSON, SUMMARY_TXT, merge, read_rows, write_summary
+from torchbenchmark.results import CaseResult, Samples, StepTime
+from torchbenchmark.spec import Budget, CaseSpec
+from torchbenchmark.summary import render_summary_json, render_text
 
 LOCK_NAME = ".torchbenchmark.lock"
 OUT_OF_MEMORY_KILL = "killed by SIGKILL: the system may have run out of memory; try a smaller --batch-size"
@@ -62,6 +64,8 @@ class Interrupted(KeyboardInterrupt):
 
 @dataclasses.dataclass(frozen=True)
 class SweepOptions:
+    """How a sweep runs. The per-case fields become each case's ``CaseSpec`` (see ``spec``)."""
+
     out_dir: Path = Path("traces")
     device: str = "cpu"
     batch_size: int | None = None
@@ -69,15 +73,28 @@ class SweepOptions:
     timeout_s: float = 600.0  # per case, process start included
     detailed: bool = True
     threads: int | None = None  # torch intra-op threads in each case; None: torch's default
-    command: str | None = None  # recorded in the summary's environment
+    command: str | None = None  # recorded in the run record's environment
     progress: bool = True
+    repeat: int = 1  # processes per case, interleaved across cases: the samples a comparison uses
+
+    def __post_init__(self) -> None:
+        if self.repeat < 1:
+            raise ValueError(f"repeat must be at least 1, got {self.repeat}")
+
+    def spec(self, model: str, mode: str, repeat: int = 0) -> CaseSpec:
+        return CaseSpec(
+            model=model, mode=mode, device=self.device, batch_size=self.batch_size, budget=self.budget,
+            threads=self.threads, detailed=self.detailed, timeout_s=self.timeout_s, repeat=repeat,
+        )  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
 class SweepOutcome:
     results: tuple[CaseResult, ...]  # this sweep's rows, in the order the cases ran
     interrupted_by: int | None = None  # the signal that stopped the sweep, if one did
-    summary_error: str | None = None  # why the summary could not be written, if it could not
+    run_id: str | None = None
+    record: Path | None = None  # the run record written
+    summary_error: str | None = None  # why the record or summary could not be written, if it could not
 
     @property
     def exit_status(self) -> int:
@@ -92,7 +109,11 @@ class SweepOutcome:
 def run_sweep(
     models: Sequence[str] | str, modes: Sequence[str] | str = MODES, options: SweepOptions = SweepOptions()
 ) -> SweepOutcome:
-    """Run every model x mode, each in its own process, writing traces, logs and the summary.
+    """Run every model x mode, each in its own process, writing traces, logs, a run record and the summary.
+
+    With ``options.repeat`` N > 1, every case runs in N processes, in rounds over all cases so that a
+    spell of load falls on different cases rather than on all of one case's processes; the first
+    round profiles, later rounds only time steps.
 
     Arguments are checked as the command line checks them (a str is one model spec or one mode):
     :class:`SweepArgumentError` for a bad one, :class:`OutputUnusable` or :class:`OutputBusy` for
@@ -107,28 +128,66 @@ def run_sweep(
         raise SweepArgumentError(unknown[0])
     cases = [(spec, probes[spec].row_name if spec in probes else spec, mode) for spec in models for mode in modes]
     with _locked(out_dir):
-        earlier = read_rows(out_dir)
+        earlier = storage.read_records(out_dir)  # strict: an unreadable record stops us before any write
+        legacy = storage.legacy_record(out_dir / storage.SUMMARY_JSON) if not earlier else None
+        if legacy is not None:  # rows of a summary from before run records: carried as a record of their own
+            storage.write_record(out_dir, legacy)
+            earlier = [legacy]
         environment = collect_environment(options.device, options.threads, options.command)
-        done: list[CaseResult] = []
-        progress = _Progress(len(cases), enabled=options.progress)
-        summary = _SummaryWriter(out_dir, earlier, environment)
+        record = storage.RunRecord(storage.new_run_id(), environment, options.command)
+        done: dict[tuple[str, str], CaseResult] = {}  # (name, mode) -> this run's row
+        progress = _Progress(len(cases) * options.repeat, enabled=options.progress)
+
+        write_error: list[str] = []  # the last failed write of the record or summary, reported once
+
+        def save(state: str = "running", not_run: tuple[tuple[str, ...], ...] = (), **extra: Any) -> None:
+            try:
+                _save(state, not_run, **extra)
+            except OSError as error:  # a full disk: said in one line, and the cases go on
+                message = f"cannot write the run record or summary in {out_dir}: {error.strerror or error}"
+                if message not in write_error:
+                    print(f"diagnostics: {message}", file=sys.stderr, flush=True)
+                write_error[:] = [message]
+            else:
+                write_error.clear()
+
+        def _save(state: str = "running", not_run: tuple[tuple[str, ...], ...] = (), **extra: Any) -> None:
+            nonlocal record
+            ended = None if state == "running" else datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+            rows = tuple(dataclasses.replace(row, run_id=record.run_id) for row in done.values())
+            record = dataclasses.replace(record, rows=rows, state=state, ended_at=ended, not_run=not_run,
+                                         extra={**record.extra, **extra})  # fmt: skip
+            storage.write_record(out_dir, record)
+            view = storage.summary_of_records([*earlier, record], str(out_dir))
+            storage.write_atomic(out_dir / storage.SUMMARY_JSON, render_summary_json(view))
+            storage.write_atomic(out_dir / storage.SUMMARY_TXT, render_text(view, record.run_id))
+
+        save()
         try:
-            for spec, name, mode in cases:
-                progress.start(f"{name} {mode}")
-                result = _unstartable(probes.get(spec), name, mode, options) or _run_case(spec, name, mode, options)
-                done.append(result)
-                summary.write(done)
-                progress.finish(result.headline())
+            for repeat in range(options.repeat):
+                for model, name, mode in cases:
+                    progress.start(f"{name} {mode}")
+                    case = options.spec(model, mode, repeat)
+                    result = _unstartable(probes.get(model), case, name, out_dir) or _run_case(case, name, out_dir)
+                    done[(name, mode)] = combine_repeats(done[(name, mode)], result) if repeat else result
+                    save()
+                    progress.finish(done[(name, mode)].headline() if repeat == options.repeat - 1 else result.headline())
         except KeyboardInterrupt as stop:
             signum = stop.signum if isinstance(stop, Interrupted) else signal.SIGINT
             reason = f"interrupted by {signal.Signals(signum).name}"
-            for _, name, mode in cases[len(done) :]:
-                done.append(CaseResult(model=name, mode=mode, device=_device_type(options), status="interrupted", error=reason))
-            summary.write(done)
-            return SweepOutcome(tuple(done), interrupted_by=int(signum), summary_error=summary.error)
+            if len(done) < len(cases) and options.repeat == 1:  # the case that was running
+                model, name, mode = cases[len(done)]
+                done[(name, mode)] = CaseResult(model=name, mode=mode, device=_device_type(options), status="interrupted", error=reason)
+            not_run = tuple((name, mode, _device_type(options), "eager") for _, name, mode in cases if (name, mode) not in done)
+            save("interrupted", not_run, interrupted_by=reason)
+            return SweepOutcome(tuple(done.values()), interrupted_by=int(signum), run_id=record.run_id,
+                                record=out_dir / storage.RUNS_DIR / f"{record.run_id}.json",
+                                summary_error=(write_error or [None])[0])  # fmt: skip
         finally:
             progress.close()
-    return SweepOutcome(tuple(done), summary_error=summary.error)
+        save("complete")
+    return SweepOutcome(tuple(done.values()), run_id=record.run_id, record=out_dir / storage.RUNS_DIR / f"{record.run_id}.json",
+                        summary_error=(write_error or [None])[0])  # fmt: skip
 
 
 def _checked_arguments(
@@ -180,42 +239,25 @@ def _prepare_out_dir(out_dir: Path) -> None:
         raise OutputUnusable(f"{out_dir}: cannot create the output folder: {error.strerror or error}") from None
     if not out_dir.is_dir():
         raise OutputUnusable(f"{out_dir}: exists and is not a folder")
-    for name in (SUMMARY_JSON, SUMMARY_TXT, LOCK_NAME):
+    for name in (storage.SUMMARY_JSON, storage.SUMMARY_TXT, LOCK_NAME):
         path = out_dir / name
         if path.is_symlink() or (path.exists() and not path.is_file()):
             raise OutputUnusable(f"{path}: is not a file this tool wrote; move it away or choose another --out")
+    runs = out_dir / storage.RUNS_DIR
+    if runs.is_symlink() or (runs.exists() and not runs.is_dir()):
+        raise OutputUnusable(f"{runs}: is not the folder of run records this tool writes; move it away or choose another --out")
 
 
-class _SummaryWriter:
-    """Rewrites the summary after each case; a write that fails (a full disk) is reported, and the sweep goes on."""
-
-    def __init__(self, out_dir: Path, earlier: list[CaseResult], environment: dict[str, Any]) -> None:
-        self.out_dir, self.earlier, self.environment = out_dir, earlier, environment
-        self.error: str | None = None
-
-    def write(self, done: list[CaseResult]) -> None:
-        try:
-            write_summary(self.out_dir, merge(self.earlier, done), self.environment)
-        except OSError as error:
-            message = f"cannot write the summary in {self.out_dir}: {error.strerror or error}"
-            if message != self.error:
-                print(f"diagnostics: {message}", file=sys.stderr, flush=True)
-            self.error = message
-        else:
-            self.error = None
-
-
-def _unstartable(probe: PluginProbe | None, name: str, mode: str, options: SweepOptions) -> CaseResult | None:
+def _unstartable(probe: PluginProbe | None, spec: CaseSpec, name: str, out_dir: Path) -> CaseResult | None:
     """The row of a plug-in case that cannot start (its import failed, or its name is unusable), else None."""
     if probe is None or (probe.status == "ok" and probe.name_error is None):
         return None
-    device = _device_type(options)
+    device, mode = spec.device_type, spec.mode
     if probe.status == "ok":
         return CaseResult(model=name, mode=mode, device=device, status="failed", error=probe.name_error)
     status, error = ("skipped", f"unavailable: {probe.error}") if probe.status == "unavailable" else ("failed", probe.error)
     log = None
     try:  # the import's output, tracebacks included, as the case's log
-        out_dir = Path(options.out_dir)
         case_dir = safe_paths.case_dir(out_dir, name)
         case_dir.mkdir(parents=True, exist_ok=True)
         log_path = safe_paths.inside(out_dir, case_dir / f"{mode}-{device}.log")
@@ -231,6 +273,31 @@ def _unstartable(probe: PluginProbe | None, name: str, mode: str, options: Sweep
     except (OSError, ValueError) as write_error:
         error = f"{error}; its log cannot be written: {write_error}"
     return CaseResult(model=name, mode=mode, device=device, status=status, error=error[:300], log=log)
+
+
+def combine_repeats(first: CaseResult, later: CaseResult) -> CaseResult:
+    """One row for a case run in several processes: the first's profile and verdict, every process's timing.
+
+    The step time becomes the median of the processes' medians; a process that did not end ok makes
+    the row that process's row, with the earlier processes' samples kept.
+    """
+    if first.status != "ok":
+        return first
+    samples = Samples(
+        first.samples.process_medians_ms + later.samples.process_medians_ms,
+        first.samples.window_medians_ms + later.samples.window_medians_ms,
+    )
+    if later.status != "ok" or later.step_time is None or first.step_time is None:
+        return dataclasses.replace(later, samples=samples)
+    medians = samples.process_medians_ms
+    step = StepTime(
+        median_ms=statistics.median(medians),
+        iqr_ms=statistics.median([first.step_time.iqr_ms, later.step_time.iqr_ms]),
+        min_ms=min(first.step_time.min_ms, later.step_time.min_ms),
+        n=first.step_time.n + later.step_time.n,
+    )
+    return dataclasses.replace(first, step_time=step, samples=samples,
+                               windows_agree=bool(first.windows_agree and later.windows_agree))  # fmt: skip
 
 
 class _Progress:
@@ -270,6 +337,7 @@ def _locked(out_dir: Path) -> Iterator[None]:
     except OSError as error:
         raise OutputUnusable(f"{path}: cannot open the lock: {error.strerror or error}") from None
     with open(fd, "a+", encoding="utf-8") as lock:
+
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -296,32 +364,22 @@ def _worker_environment() -> dict[str, str]:
     return env
 
 
-def _run_case(spec: str, name: str, mode: str, options: SweepOptions) -> CaseResult:
+def _run_case(spec: CaseSpec, name: str, out_dir: Path) -> CaseResult:
     """Run one case in a guarded child process and turn whatever happens to it into a row."""
-    out_dir = Path(options.out_dir)
-    device = _device_type(options)
+    device = spec.device_type
+    mode = spec.mode
     try:
         case_dir = safe_paths.case_dir(out_dir, name)
         case_dir.mkdir(parents=True, exist_ok=True)
         safe_paths.inside(out_dir, case_dir)  # a link put there meanwhile
-        log_path = safe_paths.inside(out_dir, case_dir / f"{mode}-{device}.log")
+        log_name = f"{mode}-{device}.log" if spec.profiles else f"{mode}-{device}.repeat{spec.repeat}.log"
+        log_path = safe_paths.inside(out_dir, case_dir / log_name)
         partial_log = case_dir / f".{log_path.name}.{os.getpid()}.partial"
         sink = safe_paths.create_new(partial_log)
     except (OSError, ValueError) as error:  # a file of the user's where the model's folder would go is left alone
         return CaseResult(model=name, mode=mode, device=device, status="failed", error=f"cannot write its outputs: {error}")
     result_path = case_dir / f".{mode}-{device}.result.{os.getpid()}.json"
-    request = {
-        "model": spec,
-        "mode": mode,
-        "device": options.device,
-        "batch_size": options.batch_size,
-        "out_dir": str(out_dir),
-        "budget": dataclasses.asdict(options.budget),
-        "detailed": options.detailed,
-        "threads": options.threads,
-        "result_path": str(result_path),
-        "spawned_at": time.time(),
-    }
+    request = {"spec": spec.to_json(), "out_dir": str(out_dir), "result_path": str(result_path), "spawned_at": time.time()}
     base = {"model": name, "mode": mode, "device": device, "log": log_path.relative_to(out_dir).as_posix()}
     started = time.perf_counter()
     log = process.CappedLog(sink)
@@ -332,7 +390,7 @@ def _run_case(spec: str, name: str, mode: str, options: SweepOptions) -> CaseRes
         return CaseResult(**base, status=status, error=reason, timings_s={"total": round(time.perf_counter() - started, 3)})
 
     try:
-        result = _run_worker(request, log, options.timeout_s, ended)
+        result = _run_worker(request, log, spec.timeout_s, ended)
         result.timings_s["total"] = round(time.perf_counter() - started, 3)
     finally:
         log.close()
