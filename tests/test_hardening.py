@@ -188,7 +188,7 @@ def test_run_sweep_makes_a_failed_row_of_each_unusable_name(place: Place) -> Non
     for model, message in BAD_NAMES.items():
         assert rows[model].status == "failed" and message in rows[model].error, rows[model]
     assert {(m, "train") for m in BAD_NAMES} == set(place.rows())
-    assert sorted(p.name for p in place.out.iterdir()) == [".torchbenchmark.lock", "summary.json", "summary.txt"]
+    assert sorted(p.name for p in place.out.iterdir()) == [".torchbenchmark.lock", "runs", "summary.json", "summary.txt"]
     place.check_contained()
 
 
@@ -417,26 +417,23 @@ def test_full_disk_and_read_only_model_folder_are_failed_rows_and_the_sweep_goes
     place.check_contained()
 
 
-def test_summary_that_cannot_be_written_is_reported_and_the_cases_still_run(place: Place, monkeypatch) -> None:
-    """A full disk when the summary is written (simulated: every write of it raises ENOSPC)."""
+def test_summary_that_cannot_be_written_is_reported_and_the_cases_still_run(place: Place, monkeypatch, capsys) -> None:
+    """A full disk when the record and summary are written (simulated: every such write raises ENOSPC)."""
     import errno
 
-    from torchbenchmark import summary
+    from torchbenchmark import storage
 
-    real = Path.write_text
+    def full(path: Path, text: str) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
 
-    def full(path: Path, *args: Any, **kwargs: Any) -> int:
-        if ".summary." in path.name:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return real(path, *args, **kwargs)
-
-    monkeypatch.setattr(Path, "write_text", full)
+    monkeypatch.setattr(storage, "write_atomic", full)
     outcome = run_sweep([faulty(m) for m in ("EmptyName", "NulName")], "eval", SweepOptions(out_dir=place.out, progress=False))
     assert [r.status for r in outcome.results] == ["failed", "failed"]  # both cases ran
     assert outcome.summary_error and "No space left on device" in outcome.summary_error
     assert outcome.exit_status == 1
-    assert sorted(p.name for p in place.out.iterdir()) == [".torchbenchmark.lock"]  # no temporary file left
-    assert summary.SUMMARY_JSON == "summary.json"
+    err = capsys.readouterr().err
+    assert err.count("cannot write the run record or summary") == 1 and "Traceback" not in err  # said once
+    assert place.temporary_files() == []
     place.check_contained()
 
 
