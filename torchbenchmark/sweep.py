@@ -35,7 +35,7 @@ from torchbenchmark.environment import collect_environment
 from torchbenchmark.plugins import IMPORT_TIMEOUT_S, PluginProbe, probe_plugins
 from torchbenchmark.registry import is_plugin_spec, list_models, unknown_model_message
 from torchbenchmark.results import CaseResult, Samples, StepTime
-from torchbenchmark.spec import Budget, CaseSpec
+from torchbenchmark.spec import Budget, CaseSpec, Compile
 from torchbenchmark.summary import render_summary_json, render_text
 
 LOCK_NAME = ".torchbenchmark.lock"
@@ -76,15 +76,20 @@ class SweepOptions:
     command: str | None = None  # recorded in the run record's environment
     progress: bool = True
     repeat: int = 1  # processes per case, interleaved across cases: the samples a comparison uses
+    compile: Compile | None = None  # also run each case with its module compiled so
 
     def __post_init__(self) -> None:
         if self.repeat < 1:
             raise ValueError(f"repeat must be at least 1, got {self.repeat}")
 
-    def spec(self, model: str, mode: str, repeat: int = 0) -> CaseSpec:
+    @property
+    def variants(self) -> tuple[Compile | None, ...]:
+        return (None,) if self.compile is None else (None, self.compile)
+
+    def spec(self, model: str, mode: str, compile: Compile | None = None, repeat: int = 0) -> CaseSpec:
         return CaseSpec(
             model=model, mode=mode, device=self.device, batch_size=self.batch_size, budget=self.budget,
-            threads=self.threads, detailed=self.detailed, timeout_s=self.timeout_s, repeat=repeat,
+            threads=self.threads, detailed=self.detailed, timeout_s=self.timeout_s, repeat=repeat, compile=compile,
         )  # fmt: skip
 
 
@@ -126,7 +131,8 @@ def run_sweep(
     unknown = [probe.error for probe in probes.values() if probe.status == "unknown"]
     if unknown:
         raise SweepArgumentError(unknown[0])
-    cases = [(spec, probes[spec].row_name if spec in probes else spec, mode) for spec in models for mode in modes]
+    cases = [options.spec(model, mode, variant) for model in models for mode in modes for variant in options.variants]
+    names = {model: probes[model].row_name if model in probes else model for model in models}
     with _locked(out_dir):
         earlier = storage.read_records(out_dir)  # strict: an unreadable record stops us before any write
         legacy = storage.legacy_record(out_dir / storage.SUMMARY_JSON) if not earlier else None
@@ -135,7 +141,7 @@ def run_sweep(
             earlier = [legacy]
         environment = collect_environment(options.device, options.threads, options.command)
         record = storage.RunRecord(storage.new_run_id(), environment, options.command)
-        done: dict[tuple[str, str], CaseResult] = {}  # (name, mode) -> this run's row
+        done: dict[tuple[str, str, str], CaseResult] = {}  # (name, mode, variant) -> this run's row
         progress = _Progress(len(cases) * options.repeat, enabled=options.progress)
 
         write_error: list[str] = []  # the last failed write of the record or summary, reported once
@@ -165,20 +171,25 @@ def run_sweep(
         save()
         try:
             for repeat in range(options.repeat):
-                for model, name, mode in cases:
-                    progress.start(f"{name} {mode}")
-                    case = options.spec(model, mode, repeat)
-                    result = _unstartable(probes.get(model), case, name, out_dir) or _run_case(case, name, out_dir)
-                    done[(name, mode)] = combine_repeats(done[(name, mode)], result) if repeat else result
+                for case in cases:
+                    key = (names[case.model], case.mode, case.variant)
+                    progress.start(" ".join(key))
+                    this = case.replace(repeat=repeat)
+                    result = _unstartable(probes.get(case.model), this, key[0], out_dir) or _run_case(this, key[0], out_dir)
+                    done[key] = combine_repeats(done[key], result) if repeat else result
                     save()
-                    progress.finish(done[(name, mode)].headline() if repeat == options.repeat - 1 else result.headline())
+                    progress.finish(done[key].headline() if repeat == options.repeat - 1 else result.headline())
         except KeyboardInterrupt as stop:
             signum = stop.signum if isinstance(stop, Interrupted) else signal.SIGINT
             reason = f"interrupted by {signal.Signals(signum).name}"
             if len(done) < len(cases) and options.repeat == 1:  # the case that was running
-                model, name, mode = cases[len(done)]
-                done[(name, mode)] = CaseResult(model=name, mode=mode, device=_device_type(options), status="interrupted", error=reason)
-            not_run = tuple((name, mode, _device_type(options), "eager") for _, name, mode in cases if (name, mode) not in done)
+                case = cases[len(done)]
+                done[(names[case.model], case.mode, case.variant)] = CaseResult(
+                    model=names[case.model], mode=case.mode, device=case.device_type, variant=case.variant,
+                    status="interrupted", error=reason,
+                )  # fmt: skip
+            not_run = tuple((names[c.model], c.mode, c.device_type, c.variant) for c in cases
+                            if (names[c.model], c.mode, c.variant) not in done)  # fmt: skip
             save("interrupted", not_run, interrupted_by=reason)
             return SweepOutcome(tuple(done.values()), interrupted_by=int(signum), run_id=record.run_id,
                                 record=out_dir / storage.RUNS_DIR / f"{record.run_id}.json",
@@ -252,15 +263,15 @@ def _unstartable(probe: PluginProbe | None, spec: CaseSpec, name: str, out_dir: 
     """The row of a plug-in case that cannot start (its import failed, or its name is unusable), else None."""
     if probe is None or (probe.status == "ok" and probe.name_error is None):
         return None
-    device, mode = spec.device_type, spec.mode
+    key = {"model": name, "mode": spec.mode, "device": spec.device_type, "variant": spec.variant}
     if probe.status == "ok":
-        return CaseResult(model=name, mode=mode, device=device, status="failed", error=probe.name_error)
+        return CaseResult(**key, status="failed", error=probe.name_error)
     status, error = ("skipped", f"unavailable: {probe.error}") if probe.status == "unavailable" else ("failed", probe.error)
     log = None
     try:  # the import's output, tracebacks included, as the case's log
         case_dir = safe_paths.case_dir(out_dir, name)
         case_dir.mkdir(parents=True, exist_ok=True)
-        log_path = safe_paths.inside(out_dir, case_dir / f"{mode}-{device}.log")
+        log_path = safe_paths.inside(out_dir, case_dir / f"{spec.file_stem}.log")
         partial = case_dir / f".{log_path.name}.{os.getpid()}.partial"
         try:
             with safe_paths.create_new(partial) as sink:
@@ -272,7 +283,7 @@ def _unstartable(probe: PluginProbe | None, spec: CaseSpec, name: str, out_dir: 
         log = log_path.relative_to(out_dir).as_posix()
     except (OSError, ValueError) as write_error:
         error = f"{error}; its log cannot be written: {write_error}"
-    return CaseResult(model=name, mode=mode, device=device, status=status, error=error[:300], log=log)
+    return CaseResult(**key, status=status, error=error[:300], log=log)
 
 
 def combine_repeats(first: CaseResult, later: CaseResult) -> CaseResult:
@@ -354,10 +365,6 @@ def _locked(out_dir: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _device_type(options: SweepOptions) -> str:
-    return options.device.split(":")[0]
-
-
 def _worker_environment() -> dict[str, str]:
     env = dict(os.environ)
     env.update(PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", KINETO_LOG_LEVEL="5")
@@ -372,15 +379,16 @@ def _run_case(spec: CaseSpec, name: str, out_dir: Path) -> CaseResult:
         case_dir = safe_paths.case_dir(out_dir, name)
         case_dir.mkdir(parents=True, exist_ok=True)
         safe_paths.inside(out_dir, case_dir)  # a link put there meanwhile
-        log_name = f"{mode}-{device}.log" if spec.profiles else f"{mode}-{device}.repeat{spec.repeat}.log"
+        log_name = f"{spec.file_stem}.log" if spec.profiles else f"{spec.file_stem}.repeat{spec.repeat}.log"
         log_path = safe_paths.inside(out_dir, case_dir / log_name)
         partial_log = case_dir / f".{log_path.name}.{os.getpid()}.partial"
         sink = safe_paths.create_new(partial_log)
     except (OSError, ValueError) as error:  # a file of the user's where the model's folder would go is left alone
-        return CaseResult(model=name, mode=mode, device=device, status="failed", error=f"cannot write its outputs: {error}")
-    result_path = case_dir / f".{mode}-{device}.result.{os.getpid()}.json"
+        reason = f"cannot write its outputs: {error}"
+        return CaseResult(model=name, mode=mode, device=device, variant=spec.variant, status="failed", error=reason)
+    result_path = case_dir / f".{spec.file_stem}.result.{os.getpid()}.json"
     request = {"spec": spec.to_json(), "out_dir": str(out_dir), "result_path": str(result_path), "spawned_at": time.time()}
-    base = {"model": name, "mode": mode, "device": device, "log": log_path.relative_to(out_dir).as_posix()}
+    base = {"model": name, "mode": mode, "device": device, "variant": spec.variant, "log": log_path.relative_to(out_dir).as_posix()}
     started = time.perf_counter()
     log = process.CappedLog(sink)
 
@@ -408,7 +416,8 @@ def _run_case(spec: CaseSpec, name: str, out_dir: Path) -> CaseResult:
         _remove_partials(case_dir, result_path)
     if log.error is not None:
         reason = f"cannot write its outputs: {log.error}; its log was removed"
-        return CaseResult(model=name, mode=mode, device=device, status="failed", error=reason, timings_s=result.timings_s)
+        return CaseResult(model=name, mode=mode, device=device, variant=spec.variant, status="failed", error=reason,
+                          timings_s=result.timings_s)  # fmt: skip
     return dataclasses.replace(result, model=name, log=base["log"])  # a model it could not load is named by its spec
 
 
