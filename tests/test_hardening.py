@@ -30,7 +30,7 @@ from tests import faulty_models
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = f"{ROOT / 'tests' / 'tiny_models.py'}:TinyMLP"
-FAST = ["--steps", "3", "--no-detailed", "--no-progress"]
+FAST = ["--device", "cpu", "--steps", "3", "--no-detailed", "--no-progress"]
 TOKEN_ENV = "TORCHBENCHMARK_TEST_TOKEN"
 IMPORT_FAULTS = ROOT / "tests" / "faulty_imports"
 

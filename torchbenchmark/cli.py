@@ -167,20 +167,25 @@ def resolve_modes(text: str) -> list[str]:
 
 
 def resolve_device(text: str) -> str:
+    """The device a sweep runs on, checked here and named as torch names it (``auto`` picks one)."""
     import torch
 
     if text == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if text == "cpu":
-        return text
-    if text == "cuda" or text.startswith("cuda:"):
-        if not torch.cuda.is_available():
-            raise UsageError(f"--device {text}: no CUDA GPU is available here; use --device cpu")
-        index = text.partition(":")[2]
-        if index and (not index.isdigit() or int(index) >= torch.cuda.device_count()):
-            raise UsageError(f"--device {text}: there are {torch.cuda.device_count()} CUDA devices")
-        return text
-    raise UsageError(f"unknown device {text!r}; expected auto, cpu, cuda or cuda:N")
+    unknown = f"unknown device {text!r}; expected auto, cpu, cuda or cuda:N"
+    try:
+        device = torch.device(text)  # refuses what torch would refuse later ("cuda:00", "cuda:-1")
+    except (RuntimeError, ValueError):
+        raise UsageError(unknown) from None
+    if device.type == "cpu":
+        return "cpu"
+    if device.type != "cuda":
+        raise UsageError(unknown)
+    if not torch.cuda.is_available():
+        raise UsageError(f"--device {text}: no CUDA GPU is available here; use --device cpu")
+    if device.index is not None and device.index >= torch.cuda.device_count():
+        raise UsageError(f"--device {text}: there are {torch.cuda.device_count()} CUDA devices")
+    return str(device)
 
 
 def check_out_dir(path: Path) -> None:

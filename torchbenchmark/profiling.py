@@ -2,8 +2,9 @@
 
 light:    CPU activity (plus CUDA on a GPU) and nothing else, so it distorts the step as little as
           torch.profiler can; its trace is what the verdict is computed from.
-detailed: shapes, memory, Python stacks and FLOPs, for follow-up questions (which op, which line,
-          which shape); it distorts much more and is kept for reading, not for timing.
+detailed: shapes, memory events and Python stacks, for follow-up questions (which op, which line,
+          which shape); it distorts much more and is kept for reading, not for timing. It asks for
+          FLOPs too, but this torch exports none in the trace: a case's FLOPs come from costs.py.
 """
 
 from __future__ import annotations
@@ -40,9 +41,10 @@ class ProfileRun:
 
 
 def trace_name(mode: str, device: torch.device, kind: str, variant: str = "eager") -> str:
-    """``<mode>-<device>[-<variant>].pt.trace.json.gz``, or ``...-detailed...`` for the detailed profile."""
+    """``<mode>-<device>[-<variant>].pt.trace.json.gz``, or ``...-detailed...`` for the detailed profile; the
+    full device (``cuda:1``), so cases on two GPUs of one machine keep their own traces."""
     suffix = ("" if variant == "eager" else f"-{variant}") + ("" if kind == "light" else f"-{kind}")
-    return f"{mode}-{device.type}{suffix}.pt.trace.json.gz"
+    return f"{mode}-{device}{suffix}.pt.trace.json.gz"
 
 
 def run_profile(model: Any, mode: str, device: torch.device, kind: str, active: int, trace_path: Path) -> ProfileRun:

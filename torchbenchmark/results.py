@@ -16,8 +16,8 @@ class InvalidRow(ValueError):
 
 
 def _from_fields(cls: type, data: dict[str, Any]) -> Any:
-    """A flat dataclass from the dict its ``asdict`` gave."""
-    return cls(**{field.name: data[field.name] for field in dataclasses.fields(cls)})
+    """A flat dataclass from the dict its ``asdict`` gave (a field added since the dict was written keeps its default)."""
+    return cls(**{field.name: data[field.name] for field in dataclasses.fields(cls) if field.name in data})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +43,7 @@ class TopOp:
     self_ms_per_step: float
     calls_per_step: float
     pct_of_step: float
+    kernel_ms_per_step: float | None = None  # GPU time of the kernels and copies it launched; None on a CPU
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -57,6 +58,21 @@ class Dispatch:
     ops_per_step: float
     median_op_us: float
     per_op_overhead_us: float  # the calibrated cost of a trivial op on this machine
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuEvidence:
+    """What the GPU did in a step of the light profile, and which side limits the step (row key ``gpu``)."""
+
+    limited_by: str  # "cpu" (the GPU waits on the host), "gpu" (the host waits on the GPU) or "both"
+    busy_pct: float  # kernel and copy time per profiled step, overlaps once, in percent of the unprofiled median step
+    host_wait_pct: float  # host time blocked in syncs per profiled step, in percent of the profiled step
+    median_launch_wait_us: float  # from a kernel's launch call to its start: long when kernels queue
+    kernel_ms_per_step: float
+    kernels_per_step: float
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -114,6 +130,36 @@ class CompileReport:
 
 
 @dataclasses.dataclass(frozen=True)
+class Costs:
+    """What one step costs: arithmetic, memory and throughput (how each is measured: torchbenchmark/costs.py).
+
+    Its fields sit at the top level of a summary.json row.
+    """
+
+    flops_per_step: int | None  # None when the step has no op the counter can count: flops_note says why
+    flops_by_kind: dict[str, int]  # matmul, convolution, attention, recurrent, other
+    flops_note: str | None  # why flops_per_step is None, or which compute ops it leaves out
+    achieved_gflops: float | None  # flops_per_step / median step time
+    pct_of_peak: float | None  # achieved_gflops in percent of the environment's peak_gflops
+    compute_limit: str | None  # a compute-bound step's limit: kernels (low pct_of_peak) or arithmetic
+    peak_memory_mb: float | None  # the most tensor memory live during a step on its device, in 10^6 bytes
+    state_memory_mb: float | None  # of which live between steps (CPU only)
+    memory_method: str | None
+    peak_rss_mb: float | None  # the case's process's peak resident set size: not the step's memory
+    samples_per_s: float | None  # batch size / median step time
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Costs | None:
+        """The costs in a row, or None for a row that has none (not ok, or written before costs were)."""
+        if all(data.get(field.name) is None for field in dataclasses.fields(cls)):
+            return None
+        return cls(**{field.name: data.get(field.name) for field in dataclasses.fields(cls)})
+
+
+_COST_FIELDS = tuple(field.name for field in dataclasses.fields(Costs))
+
+
+@dataclasses.dataclass(frozen=True)
 class CaseResult:
     """One model x mode x device: its status, and its figures when it ran. One row of the summary."""
 
@@ -132,6 +178,7 @@ class CaseResult:
     phases_pct: dict[str, float] | None = None  # None for an unannotated model
     dispatch: Dispatch | None = None
     gpu_busy_pct: float | None = None
+    gpu: GpuEvidence | None = None  # None on a CPU
     top_ops: tuple[TopOp, ...] = ()
     traces: dict[str, str | None] = dataclasses.field(default_factory=lambda: {"light": None, "detailed": None})
     log: str | None = None  # path of the case's full log, relative to the output folder
@@ -146,6 +193,7 @@ class CaseResult:
     speedup_vs_eager: float | None = None  # eager over compiled step time, measured in the same process
     run_id: str | None = None  # the run record this row came from
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)  # fields this version does not know: kept
+    costs: Costs | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -191,6 +239,7 @@ class CaseResult:
             "phases_pct": self.phases_pct,
             "dispatch": self.dispatch.to_dict() if self.dispatch else None,
             "gpu_busy_pct": self.gpu_busy_pct,
+            "gpu": self.gpu.to_dict() if self.gpu else None,
             "top_ops": [op.to_dict() for op in self.top_ops],
             "traces": dict(self.traces),
             "log": self.log,
@@ -200,6 +249,7 @@ class CaseResult:
             "samples": self.samples.to_dict(),
             "compile": self.compile.to_dict() if self.compile else None,
             "speedup_vs_eager": self.speedup_vs_eager,
+            **(dataclasses.asdict(self.costs) if self.costs else dict.fromkeys(_COST_FIELDS)),
         }
 
     @classmethod
@@ -238,6 +288,7 @@ class CaseResult:
             phases_pct={phase: phases[phase] for phase in PHASES} if phases else None,
             dispatch=_from_fields(Dispatch, data["dispatch"]) if data.get("dispatch") else None,
             gpu_busy_pct=data.get("gpu_busy_pct"),
+            gpu=_from_fields(GpuEvidence, data["gpu"]) if data.get("gpu") else None,
             top_ops=tuple(_from_fields(TopOp, op) for op in data.get("top_ops") or ()),
             traces=dict(data.get("traces") or {"light": None, "detailed": None}),
             log=data.get("log"),
@@ -253,6 +304,7 @@ class CaseResult:
             speedup_vs_eager=data.get("speedup_vs_eager"),
             run_id=data.get("run_id"),
             extra={key: value for key, value in data.items() if key not in _KNOWN_KEYS},
+            costs=Costs.from_dict(data),
         )
 
 

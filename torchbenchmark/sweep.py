@@ -31,6 +31,7 @@ from tqdm import tqdm
 
 from torchbenchmark import process, safe_paths, storage
 from torchbenchmark.contract import MODES
+from torchbenchmark.costs import measure_peak, with_peak, with_step_time
 from torchbenchmark.environment import collect_environment
 from torchbenchmark.plugins import IMPORT_TIMEOUT_S, PluginProbe, probe_plugins
 from torchbenchmark.registry import is_plugin_spec, list_models, unknown_model_message
@@ -139,7 +140,9 @@ def run_sweep(
         if legacy is not None:  # rows of a summary from before run records: carried as a record of their own
             storage.write_record(out_dir, legacy)
             earlier = [legacy]
-        environment = collect_environment(options.device, options.threads, options.command)
+        # The machine's peak, measured once per sweep on the cases' device and thread count: see costs.py.
+        peak = measure_peak(options.device, options.threads)
+        environment = {**collect_environment(options.device, options.threads, options.command), **peak.environment()}
         record = storage.RunRecord(storage.new_run_id(), environment, options.command)
         done: dict[tuple[str, str, str], CaseResult] = {}  # (name, mode, variant) -> this run's row
         progress = _Progress(len(cases) * options.repeat, enabled=options.progress)
@@ -175,7 +178,8 @@ def run_sweep(
                     key = (names[case.model], case.mode, case.variant)
                     progress.start(" ".join(key))
                     this = case.replace(repeat=repeat)
-                    result = _unstartable(probes.get(case.model), this, key[0], out_dir) or _run_case(this, key[0], out_dir)
+                    row = _unstartable(probes.get(case.model), this, key[0], out_dir) or _run_case(this, key[0], out_dir)
+                    result = with_peak(row, peak.gflops)
                     done[key] = combine_repeats(done[key], result) if repeat else result
                     save()
                     progress.finish(done[key].headline() if repeat == options.repeat - 1 else result.headline())
@@ -185,10 +189,10 @@ def run_sweep(
             if len(done) < len(cases) and options.repeat == 1:  # the case that was running
                 case = cases[len(done)]
                 done[(names[case.model], case.mode, case.variant)] = CaseResult(
-                    model=names[case.model], mode=case.mode, device=case.device_type, variant=case.variant,
+                    model=names[case.model], mode=case.mode, device=case.device, variant=case.variant,
                     status="interrupted", error=reason,
                 )  # fmt: skip
-            not_run = tuple((names[c.model], c.mode, c.device_type, c.variant) for c in cases
+            not_run = tuple((names[c.model], c.mode, c.device, c.variant) for c in cases
                             if (names[c.model], c.mode, c.variant) not in done)  # fmt: skip
             save("interrupted", not_run, interrupted_by=reason)
             return SweepOutcome(tuple(done.values()), interrupted_by=int(signum), run_id=record.run_id,
@@ -263,7 +267,7 @@ def _unstartable(probe: PluginProbe | None, spec: CaseSpec, name: str, out_dir: 
     """The row of a plug-in case that cannot start (its import failed, or its name is unusable), else None."""
     if probe is None or (probe.status == "ok" and probe.name_error is None):
         return None
-    key = {"model": name, "mode": spec.mode, "device": spec.device_type, "variant": spec.variant}
+    key = {"model": name, "mode": spec.mode, "device": spec.device, "variant": spec.variant}
     if probe.status == "ok":
         return CaseResult(**key, status="failed", error=probe.name_error)
     status, error = ("skipped", f"unavailable: {probe.error}") if probe.status == "unavailable" else ("failed", probe.error)
@@ -307,8 +311,9 @@ def combine_repeats(first: CaseResult, later: CaseResult) -> CaseResult:
         min_ms=min(first.step_time.min_ms, later.step_time.min_ms),
         n=first.step_time.n + later.step_time.n,
     )
-    return dataclasses.replace(first, step_time=step, samples=samples,
-                               windows_agree=bool(first.windows_agree and later.windows_agree))  # fmt: skip
+    combined = dataclasses.replace(first, step_time=step, samples=samples,
+                                   windows_agree=bool(first.windows_agree and later.windows_agree))  # fmt: skip
+    return with_step_time(combined, first.step_time.median_ms)  # per-second costs follow the pooled median
 
 
 class _Progress:
@@ -365,15 +370,18 @@ def _locked(out_dir: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _worker_environment() -> dict[str, str]:
+def _worker_environment(device: str) -> dict[str, str]:
     env = dict(os.environ)
-    env.update(PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", KINETO_LOG_LEVEL="5")
+    # Kineto's errors go to the case's log on a GPU, where they say why a trace lacks GPU events; on a CPU
+    # its only messages are noise about the GPU it does not need.
+    kineto_level = "3" if device.startswith("cuda") else "5"
+    env.update(PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", KINETO_LOG_LEVEL=kineto_level)
     return env
 
 
 def _run_case(spec: CaseSpec, name: str, out_dir: Path) -> CaseResult:
     """Run one case in a guarded child process and turn whatever happens to it into a row."""
-    device = spec.device_type
+    device = spec.device  # the full device (cuda:1) in the row's key and its files' names
     mode = spec.mode
     try:
         case_dir = safe_paths.case_dir(out_dir, name)
@@ -398,7 +406,7 @@ def _run_case(spec: CaseSpec, name: str, out_dir: Path) -> CaseResult:
         return CaseResult(**base, status=status, error=reason, timings_s={"total": round(time.perf_counter() - started, 3)})
 
     try:
-        result = _run_worker(request, log, spec.timeout_s, ended)
+        result = _run_worker(request, log, spec.timeout_s, _worker_environment(device), ended)
         result.timings_s["total"] = round(time.perf_counter() - started, 3)
     finally:
         log.close()
@@ -421,10 +429,10 @@ def _run_case(spec: CaseSpec, name: str, out_dir: Path) -> CaseResult:
     return dataclasses.replace(result, model=name, log=base["log"])  # a model it could not load is named by its spec
 
 
-def _run_worker(request: dict[str, Any], log: process.CappedLog, timeout_s: float, ended: Any) -> CaseResult:
+def _run_worker(request: dict[str, Any], log: process.CappedLog, timeout_s: float, env: dict[str, str], ended: Any) -> CaseResult:
     write_end = log.pipe()
     try:
-        child = process.spawn("torchbenchmark._worker", [json.dumps(request)], _worker_environment(), write_end, write_end)
+        child = process.spawn("torchbenchmark._worker", [json.dumps(request)], env, write_end, write_end)
     finally:
         os.close(write_end)
     try:
