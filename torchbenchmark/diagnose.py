@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from tabulate import tabulate
 
-from torchbenchmark import dispatch, variants
+from torchbenchmark import dispatch, safe_paths, variants
 from torchbenchmark.contract import ModelMeta
 from torchbenchmark.harness import Characterisation, characterise, device_sync, use_device
 from torchbenchmark.profiling import KINDS, ProfileRun, run_profile, trace_name
@@ -79,6 +79,7 @@ def diagnose(spec: CaseSpec, out_dir: Path, cls: type | None = None, config: Map
     try:
         cls = cls or model_class(spec.model)
         meta = meta_of(cls)
+        safe_paths.check_model_name(meta.name)  # it names the case's folder: refused before any work
         row.update(model=meta.name, family=meta.family)
         measured = measure(spec, cls, meta, out_dir, config, row, timings)
         if measured.profiles is None:
@@ -185,7 +186,7 @@ def measure(
     if not spec.profiles:
         return Measured(measured, per_op_us, None, report)
 
-    case_dir = out_dir / meta.name
+    case_dir = safe_paths.case_dir(out_dir, meta.name)  # its name, checked, before any path is made of it
     profiles = {}
     for kind in KINDS if spec.detailed else ("light",):
         active = spec.budget.profiled_steps(kind, measured.steps.median_ms)
