@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from tests import tiny_models as tm
@@ -17,20 +19,75 @@ def test_good_model_passes_every_check(mode: str) -> None:
 @pytest.mark.parametrize(
     ("model_cls", "mode", "message"),
     [
-        (tm.StepFnTwice, "train", "called step_fn 6 times, expected 3"),
+        (tm.StepFnTwice, "train", "^train\\(niter=3\\) called step_fn 6 times, expected 3$"),
+        (tm.StepFnTooFew, "train", "^train\\(niter=3\\) called step_fn 2 times, expected 3$"),
         (tm.NeverZeroesGrad, "train", "gradients accumulated across steps"),
         (tm.ForwardOutsideLoop, "eval", "unequal work"),
-        (tm.EvalTrains, "eval", "eval ran backward ops"),
-        (tm.EvalMutates, "eval", "eval changed"),
-        (tm.NoBackwardLabel, "train", "recorded phases"),
-        (tm.NanLoss, "train", "not finite"),
-        (tm.FrozenTrain, "train", "did not change any parameter"),
-        (tm.BufferOnWrongDevice, "train", "stray is on meta"),
+        (tm.PartOutsideLoop, "eval", r"^eval steps dispatched unequal work: ops per step \[\d+, 4, 4\]$"),
+        (tm.SkipsWorkOnEvenSteps, "eval", r"^eval steps dispatched unequal work: ops per step \[\d+, 2, 8\]$"),
+        (tm.EvalTrains, "eval", r"^eval ran backward ops: \['aten::threshold_backward'\]$"),
+        (tm.EvalMutates, "eval", r"^eval changed \['0.weight'\]$"),
+        (tm.BatchNormLeftInTrainMode, "eval", r"^eval changed \['1.running_mean', '1.running_var', '1.num_batches_tracked'\]$"),
+        (tm.NoOutputKept, "eval", "^eval left no output tensors in model.last_output$"),
+        (tm.NanOutput, "eval", "^eval output is not finite$"),
+        (tm.PhasesInEval, "eval", r"^eval\(niter=2\) recorded phases \{'forward': 2, 'backward': 2, 'optimizer': 0\}, expected"),
+        (tm.NoBackwardLabel, "train", r"^train\(niter=2\) recorded phases \{'forward': 2, 'backward': 0, 'optimizer': 2\}"),
+        (tm.NanLoss, "train", "^train loss is not finite"),
+        (tm.NoLossKept, "train", "^train left no loss in model.last_loss$"),
+        (tm.FrozenTrain, "train", "^train did not change any parameter$"),
+        (tm.BufferOnWrongDevice, "train", "^stray is on meta, expected cpu$"),
     ],
 )
 def test_broken_model_fails(model_cls: type, mode: str, message: str) -> None:
     with pytest.raises(ContractViolation, match=message):
         checks.check_model(model_cls(), mode)
+
+
+def test_gradients_may_accumulate_within_a_step_but_not_across_steps() -> None:
+    checks.check_model(tm.TwoLossesPerStep(), "train")
+    with pytest.raises(ContractViolation, match=r"^gradients accumulated across steps: 2.bias \(step 2\) held a gradient from the step before$"):
+        checks.check_gradients_zeroed(tm.NeverZeroesGrad())
+
+
+def test_inputs_left_off_the_device_fail() -> None:
+    with pytest.raises(ContractViolation, match="^a eval input is on meta, expected cpu$"):
+        checks.check_on_device(tm.InputsOffDevice(), "eval")
+    checks.check_on_device(tm.InputsOffDevice(), "train")
+    with pytest.raises(ContractViolation, match="^eval inputs hold no tensors$"):
+        checks.check_on_device(tm.NoInputs(), "eval")
+
+
+@pytest.mark.parametrize(
+    ("counts", "ok"),
+    [
+        ([40, 20, 20], True),  # the first step may do up to twice the work (lazy optimizer state)
+        ([41, 20, 20], False),
+        ([20, 18, 20], True),  # and any step down to 0.9 of the last
+        ([20, 17, 20], False),
+        ([20, 20, 40], False),  # later steps are compared with the last: here they do half
+        ([0, 0, 0], False),
+        ([20, 20], False),  # fewer steps than asked for
+    ],
+)
+def test_equal_work_band_is_0_9_to_2_times_the_last_step(monkeypatch: pytest.MonkeyPatch, counts: list[int], ok: bool) -> None:
+    monkeypatch.setattr(checks, "ops_per_step", lambda model, mode, niter: (counts, set()))
+    if ok:
+        checks.check_every_step_does_the_work(tm.TinyMLP(), "eval", niter=3)
+    else:
+        with pytest.raises(ContractViolation, match=r"^eval( steps dispatched unequal work: ops per step|\(niter=3\) ran 2 steps)"):
+            checks.check_every_step_does_the_work(tm.TinyMLP(), "eval", niter=3)
+
+
+def test_unknown_mode_is_refused() -> None:
+    with pytest.raises(ValueError, match="^unknown mode 'infer'$"):
+        checks.run(tm.TinyMLP(), "infer", 1)
+
+
+def test_unannotated_models_skip_the_phase_check() -> None:
+    class Unannotated(tm.NoBackwardLabel):
+        meta = dataclasses.replace(tm.TinyMLP.meta, annotated=False, note="no backward label")
+
+    checks.check_model(Unannotated(), "train")
 
 
 def test_annotation_counts_are_per_step() -> None:
@@ -43,3 +100,6 @@ def test_ops_per_step_counts_each_step() -> None:
     # The first step also builds the eval inputs; the rest do identical work.
     assert len(counts) == 4 and counts[-1] > 0 and len(set(counts[1:])) == 1
     assert backward == set()
+    counts, backward = checks.ops_per_step(tm.TinyMLP(), "train", niter=2)
+    assert len(counts) == 2 and counts[1] > 0
+    assert backward == {"aten::nll_loss_backward", "aten::_log_softmax_backward_data", "aten::threshold_backward"}

@@ -31,7 +31,7 @@ def test_two_values_have_a_spread() -> None:
 
 
 def test_empty_sample_is_refused() -> None:
-    with pytest.raises(ValueError, match="at least one step time"):
+    with pytest.raises(ValueError, match="^StepStats needs at least one step time$"):
         StepStats(())
 
 
