@@ -23,7 +23,7 @@ class FakeClock:
     """Stands in for the ``time`` module inside torchbenchmark.harness."""
 
     def __init__(self) -> None:
-        self.now_ns = 0
+        self.now_ns = 1000 * 10**9  # not zero: a difference of two readings must be one
 
     def perf_counter_ns(self) -> int:
         return self.now_ns
@@ -91,7 +91,7 @@ def constant(ms: float) -> Callable[[int], float]:
 def test_step_timer_times_between_step_ends_without_its_own_bookkeeping(clock: FakeClock) -> None:
     syncs = itertools.count()
     timer = StepTimer(sync=lambda: next(syncs), after_step=lambda: clock.advance_ms(5))  # e.g. profiler.step
-    assert timer.begin_call() == 0
+    assert timer.begin_call() == clock.now_ns
     clock.advance_ms(12)  # the call's entry and its first step
     timer()
     clock.advance_ms(10)
@@ -126,7 +126,8 @@ def test_timed_call_is_the_whole_call_including_its_entry(clock: FakeClock) -> N
         (1, [1, 3, 3]),  # a first step alone, then calls of a window's steps until two windows agree
         (100, [1, 2, 2, 2]),  # calls kept to about 0.25 s, so warmup stops soon after it is steady
         (300, [1] * 7),  # one step per call once a step takes over 0.25 s
-        (1500, [1] * 5),  # two windows of 3 would not fit in 8 s: windows of 2
+        (1300, [1] * 7),  # two windows of 3 steps of 1.3 s fit in 8 s
+        (1333.333334, [1] * 5),  # two windows of 3 would not fit in 8 s: windows of 2
     ],
 )
 def test_warmup_stops_once_two_windows_of_steps_agree(clock: FakeClock, step_ms: float, calls: list[int]) -> None:
@@ -151,18 +152,31 @@ def test_warmup_compares_steps_after_the_first_at_the_budgets_tolerance(clock: F
 
 
 def test_warmup_gives_up_at_its_time_budget(clock: FakeClock) -> None:
+    start = clock.now_ns
     model = Paced(clock, lambda i: 10 * 1.1**i)  # every step 10% slower than the last: never steady
     durations, steady = warm_up(model, "eval", Budget(warmup_s=2.0), sync=lambda: None)
     assert steady is False
-    assert max(model.call_starts_ns) < 2e9 <= clock.now_ns  # no call started after the deadline
+    assert max(model.call_starts_ns) - start < 2e9 <= clock.now_ns - start  # no call started after the deadline
     assert len(durations) == model.steps
 
 
+def test_warmup_starts_no_call_at_its_deadline(clock: FakeClock) -> None:
+    steps_ms = iter([250, 250, 250, 250, 330, 330, 340, 1000])  # never steady; 2 s in all after the seventh
+    model = Paced(clock, lambda _: next(steps_ms))
+    assert warm_up(model, "eval", Budget(warmup_s=2.0), sync=lambda: None)[1] is False
+    assert model.calls == [1] * 7
+
+
+def test_a_first_step_past_the_warmup_budget_is_not_steady(clock: FakeClock) -> None:
+    model = Paced(clock, constant(9000))
+    assert warm_up(model, "eval", Budget(), sync=lambda: None) == ([9000 * MS], False)
+
+
 def test_windows_agree_at_exactly_the_tolerance(clock: FakeClock) -> None:
-    # Medians 3% apart, in percent of the smaller: two windows. 3.05% of the smaller (2.96% of the
+    # Medians 3% apart, in percent of the smaller: two windows. 3.02% of the smaller (2.93% of the
     # larger): a third window, and the two that agree best are kept.
     assert len(measure_windows(PacedWindows(clock, 100, 103), "eval", Budget(), count=4, sync=lambda: None)) == 2
-    windows = measure_windows(PacedWindows(clock, 100, 103.05, 101), "eval", Budget(), count=4, sync=lambda: None)
+    windows = measure_windows(PacedWindows(clock, 100, 103.02, 101), "eval", Budget(), count=4, sync=lambda: None)
     assert len(windows) == 3
     kept, diff = closest_pair(windows)
     assert kept == [[100 * MS] * 4, [101 * MS] * 4]
@@ -219,6 +233,22 @@ def test_characterise_flags_windows_that_never_agree_and_keeps_the_closest(clock
     assert result.window_diff_pct == pytest.approx(20.0)
 
 
+@pytest.mark.parametrize(("second_ms", "third_ms", "agree"), [(103, 0, True), (110, 103.02, False)])
+def test_kept_windows_agree_within_3pct_of_the_smaller_median(clock: FakeClock, second_ms, third_ms, agree) -> None:
+    steps = iter([100] * 7 + [100] * 11 + [second_ms] * 11 + [third_ms] * 11 + [10] * 3)
+    result = characterise(Paced(clock, lambda _: next(steps)), "eval", Budget(measure_s=1.0, edge_calls=1), torch.device("cpu"))
+    assert result.windows_agree is agree
+    assert result.window_diff_pct == pytest.approx(3.0 if agree else 3.02)
+
+
+def test_measured_steps_are_sized_from_the_last_warmup_window(clock: FakeClock) -> None:
+    # Threes of 250 and 500 ms steps (never steady), then 900 ms: 2 s / 900 ms -> 3 steps a window.
+    steps = iter([250] + ([250] * 3 + [500] * 3) * 2 + [900] * 100)
+    model = Paced(clock, lambda _: next(steps))
+    characterise(model, "eval", Budget(warmup_s=60, edge_calls=1), torch.device("cpu"))
+    assert model.calls[-3:] == [4, 4, 1]
+
+
 def test_edge_calls_stop_at_the_edge_budget_after_at_least_one(clock: FakeClock) -> None:
     model = Paced(clock, constant(10), edge_ms=2)
     characterise(model, "eval", Budget(measure_s=0.1, edge_s=0.001), torch.device("cpu"))
@@ -226,6 +256,9 @@ def test_edge_calls_stop_at_the_edge_budget_after_at_least_one(clock: FakeClock)
     model = Paced(clock, constant(10), edge_ms=2)
     characterise(model, "eval", Budget(measure_s=0.1, edge_s=0.03, edge_calls=5), torch.device("cpu"))
     assert model.calls[-4:] == [11, 1, 1, 1]  # 24 ms spent after two: a third starts, a fourth does not
+    model = Paced(clock, constant(1000), edge_ms=200)
+    characterise(model, "eval", Budget(edge_s=2.4, edge_calls=5), torch.device("cpu"))
+    assert model.calls[-3:] == [4, 1, 1]  # exactly 2.4 s spent after two: no third
 
 
 def test_budget_measures_about_measure_s_within_floor_and_cap() -> None:
@@ -235,6 +268,7 @@ def test_budget_measures_about_measure_s_within_floor_and_cap() -> None:
     assert budget.measured_steps(step_estimate_ns=1e9) == 5
     assert budget.measured_steps(step_estimate_ns=1e6) == 100
     assert budget.measured_steps(step_estimate_ns=0) == 100
+    assert Budget(measure_s=1e-8, min_steps=1).measured_steps(0) == 10  # an estimate of 0 counts as 1 ns
     assert Budget(steps=7).measured_steps(1e9) == 7
 
 
@@ -242,13 +276,13 @@ def test_budget_measures_about_measure_s_within_floor_and_cap() -> None:
     "field", ["min_steps", "max_steps", "edge_calls", "light_steps", "detailed_steps", "warmup_window", "steps"]
 )
 def test_budget_refuses_counts_below_one(field: str) -> None:
-    with pytest.raises(ValueError, match=f"{field} must be at least 1"):
+    with pytest.raises(ValueError, match=f"^{field} must be at least 1$"):
         Budget(**{field: 0})
     Budget(**{field: 1})
 
 
 def test_budget_needs_two_windows() -> None:
-    with pytest.raises(ValueError, match="windows must be at least 2"):
+    with pytest.raises(ValueError, match="^windows must be at least 2: one window cannot be checked against another$"):
         Budget(windows=1)
     assert Budget(windows=2).windows == 2
 
@@ -257,7 +291,8 @@ def test_profiles_record_more_steps_of_fast_models() -> None:
     budget = Budget()  # light: 3 to 50 steps within 1 s; detailed: 1 to 5 within 0.5 s
     assert budget.profiled_steps("light", step_ms=1000) == 3
     assert budget.profiled_steps("light", step_ms=100) == 10
-    assert budget.profiled_steps("light", step_ms=1000 / 49) == 49
+    assert budget.profiled_steps("light", step_ms=20.01) == 49
+    assert Budget(light_s=0.001, light_steps=1).profiled_steps("light", step_ms=0.5) == 2
     assert budget.profiled_steps("light", step_ms=0.01) == 50
     assert budget.profiled_steps("light", step_ms=0) == 50
     assert budget.profiled_steps("detailed", step_ms=1000) == 1
@@ -270,5 +305,10 @@ def test_profiles_record_more_steps_of_fast_models() -> None:
     assert custom.profiled_steps("detailed", step_ms=250) == 4
 
 
-def test_steps_on_a_cpu_need_no_sync() -> None:
-    assert harness.device_sync(torch.device("cpu"))() is None
+def test_steps_on_a_cpu_need_no_sync_and_on_a_gpu_sync_its_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    synced = []
+    monkeypatch.setattr(torch.cuda, "synchronize", synced.append)
+    harness.device_sync(torch.device("cpu"))()
+    assert synced == []
+    harness.device_sync(torch.device("cuda", 1))()
+    assert synced == [torch.device("cuda", 1)]
