@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+import pytest
+
 from torchbenchmark.results import CaseResult, Dispatch, StepTime, TopOp
-from torchbenchmark.summary import merge, read_rows, render_json, render_table, write_summary
+from torchbenchmark.summary import merge, read_rows, render_json, render_table, render_text, write_summary
 
 GOLDEN = Path(__file__).parent / "data" / "summary_golden.txt"
 
@@ -80,3 +83,81 @@ def test_merge_replaces_rerun_cases_and_keeps_the_rest(tmp_path: Path) -> None:
 def test_repr_reads_as_a_sentence() -> None:
     assert repr(ROWS[0]) == "CaseResult(resnet50 train cpu bs=8: 812.3 ms/step (IQR 12), compute-bound (overhead 1%))"
     assert repr(ROWS[3]).startswith("CaseResult(dlrm train cpu: failed (out of memory")
+
+
+def cells(table: str, header: str) -> list[str]:
+    """The cells under ``header`` in a rendered table, one per row, read from the dashes under the headers."""
+    lines = table.splitlines()
+    spans = [m.span() for m in re.finditer(r"-+", lines[1])]
+    column = next(i for i, (start, end) in enumerate(spans) if lines[0][start:end].strip() == header)
+    start, end = spans[column]
+    return [line[start:end].strip() for line in lines[2:]]
+
+
+def ok_row(model: str = "m", mode: str = "eval", median_ms: float = 1.0, **extra) -> CaseResult:
+    return CaseResult(model=model, mode=mode, device="cpu", status="ok", step_time=StepTime(median_ms, 0.5, 0.1, 3), **extra)
+
+
+@pytest.mark.parametrize(
+    ("median_ms", "shown"),
+    [(0.01234, "0.0123"), (0.5, "0.5"), (1.0, "1.00"), (9.876, "9.88"), (12.345, "12.3"), (123.45, "123"), (4321.5, "4322"), (-2.5, "-2.50")],
+)
+def test_step_times_show_three_significant_figures(median_ms: float, shown: str) -> None:
+    assert cells(render_table([ok_row(median_ms=median_ms)]), "ms/step") == [shown]
+
+
+def test_rows_sort_by_model_ignoring_case_then_mode_then_device() -> None:
+    rows = [ok_row("beta", "train"), ok_row("Alpha", "train"), ok_row("alpha", "eval"), ok_row("beta", "eval")]
+    rows.append(CaseResult(model="beta", mode="eval", device="cuda", status="ok"))
+    table = render_table(rows)
+    assert list(zip(cells(table, "model"), cells(table, "mode"), cells(table, "device"))) == [
+        ("alpha", "eval", "cpu"), ("Alpha", "train", "cpu"), ("beta", "eval", "cpu"), ("beta", "eval", "cuda"), ("beta", "train", "cpu"),
+    ]  # fmt: skip
+    assert [r["model"] for r in json.loads(render_json(rows, {}))["results"]] == ["alpha", "Alpha", "beta", "beta", "beta"]
+
+
+def test_notes_say_every_reason_to_doubt_a_row_and_an_error_comes_first() -> None:
+    doubtful = ok_row(steady=False, windows=3, window_diff_pct=7.4, windows_agree=False)
+    assert cells(render_table([doubtful]), "note") == ["warmup not steady; noisy: windows 7% apart"]
+    assert cells(render_table([ok_row(steady=True, windows_agree=True)]), "note") == [""]
+    assert cells(render_table([ok_row(steady=None, windows_agree=None)]), "note") == [""]
+    failed = CaseResult(model="m", mode="eval", device="cpu", status="failed", error="boom", steady=False)
+    assert cells(render_table([failed]), "note") == ["boom"]
+
+
+def test_text_summary_header_names_the_run_and_tallies_the_statuses() -> None:
+    text = render_text(ROWS, ENVIRONMENT)
+    assert text.splitlines()[:4] == [
+        "torchbenchmark diagnostics, started 2026-01-01T00:00:00+00:00",
+        "torch 2.14.1 on Test CPU, 2 threads; 7 cases: 1 failed, 1 interrupted, 3 ok, 1 skipped, 1 timeout",
+        "ms/step: median step time; light/detailed/edge %: how much each profile, and timing whole calls, "
+        "add to it; overhead %: estimated per-op overhead share of the step (see README).",
+        "",
+    ]
+    assert text.endswith(render_table(ROWS) + "\n")
+    assert render_text([], {}).splitlines()[:2] == [
+        "torchbenchmark diagnostics, started ?",
+        "torch ? on ?, ? threads; 0 cases: none",
+    ]
+
+
+def test_non_finite_figures_nested_anywhere_become_null() -> None:
+    row = ok_row(phases_pct={"forward": float("nan"), "backward": 1.5, "optimizer": 0.0})
+    document = json.loads(render_json([row], {"peaks": [float("-inf"), 2.0]}))
+    assert document["results"][0]["phases_pct"] == {"forward": None, "backward": 1.5, "optimizer": 0.0}
+    assert document["environment"] == {"peaks": [None, 2.0]}
+
+
+def test_write_summary_writes_both_renderings_and_leaves_no_partial_file(tmp_path: Path) -> None:
+    write_summary(tmp_path, ROWS, ENVIRONMENT)
+    assert (tmp_path / "summary.json").read_text(encoding="utf-8") == render_json(ROWS, ENVIRONMENT)
+    assert (tmp_path / "summary.txt").read_text(encoding="utf-8") == render_text(ROWS, ENVIRONMENT)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json", "summary.txt"]
+    assert read_rows(tmp_path) == sorted(ROWS, key=lambda r: (r.model.lower(), r.mode))
+
+
+@pytest.mark.parametrize("content", [None, "not json", '{"rows": []}', '{"results": [{"model": "m"}]}', '{"results": 3}'])
+def test_an_absent_or_unreadable_summary_has_no_rows(tmp_path: Path, content: str | None) -> None:
+    if content is not None:
+        (tmp_path / "summary.json").write_text(content, encoding="utf-8")
+    assert read_rows(tmp_path) == []
