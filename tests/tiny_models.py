@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import sys
 from typing import Any
 
 import torch
@@ -209,3 +211,14 @@ class PhasesInEval(TinyMLP):
         super().eval_step(inputs)
         with record_function("backward"):
             pass
+
+
+class ReportsSettings(TinyMLP):
+    """Writes the settings its case process runs with to its log, so a test can see the flags take effect."""
+
+    meta = dataclasses.replace(TinyMLP.meta, name="reports_settings")
+
+    def __init__(self, device: str = "cpu", batch_size: int | None = None) -> None:
+        super().__init__(device, batch_size)
+        shape = tuple(self.inputs("eval").shape)
+        print(f"settings: threads={torch.get_num_threads()} device={self.device} eval inputs {shape}", file=sys.stderr, flush=True)
