@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from torchbenchmark import list_models
-from torchbenchmark.harness import Budget
+from torchbenchmark.spec import Budget
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = f"{ROOT / 'tests' / 'tiny_models.py'}:TinyMLP"

@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from torchbenchmark import harness
-from torchbenchmark.harness import Budget, StepTimer, characterise, closest_pair, measure_windows, timed_call, warm_up
+from torchbenchmark.harness import StepTimer, characterise, closest_pair, measure_windows, timed_call, warm_up
+from torchbenchmark.spec import Budget
 
 MS = 1_000_000  # ns
 

@@ -285,9 +285,10 @@ def test_signal_ends_the_running_case_and_marks_the_rest_interrupted(tmp_path: P
     assert sweep.returncode == 128 + signum, stderr
     rows = read_rows(out)
     assert rows[("tiny_mlp", "train")]["status"] == "ok"
-    for model in ("hangs", "healthy"):
-        assert rows[(model, "train")]["status"] == "interrupted"
-        assert rows[(model, "train")]["error"] == f"interrupted by {signal.Signals(signum).name}"
+    name = signal.Signals(signum).name
+    assert rows[("hangs", "train")]["status"] == rows[("healthy", "train")]["status"] == "interrupted"
+    assert rows[("hangs", "train")]["error"] == f"interrupted by {name}"  # the case that was running
+    assert rows[("healthy", "train")]["error"] == f"not started: interrupted by {name}"
     assert "interrupted" in (out / "summary.txt").read_text()
     assert "interrupted" in (out / "hangs" / "train-cpu.log").read_text()
     assert process_gone(hung_pid)

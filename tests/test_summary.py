@@ -1,4 +1,4 @@
-"""The summary: the rendered table is pinned by a golden file, JSON round-trips, merging keeps other rows."""
+"""The summary: the rendered table is pinned by a golden file, JSON round-trips, non-finite figures are null."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from torchbenchmark.results import CaseResult, Dispatch, StepTime, TopOp
-from torchbenchmark.summary import merge, read_rows, render_json, render_table, render_text, write_summary
+from torchbenchmark.storage import Summary
+from torchbenchmark.summary import render_json, render_table, render_text
 
 GOLDEN = Path(__file__).parent / "data" / "summary_golden.txt"
 
@@ -71,15 +72,6 @@ def test_non_finite_figures_become_null() -> None:
     assert json.loads(render_json([row], {}))["results"][0]["edge_distortion_pct"] is None
 
 
-def test_merge_replaces_rerun_cases_and_keeps_the_rest(tmp_path: Path) -> None:
-    write_summary(tmp_path, ROWS, ENVIRONMENT)
-    rerun = CaseResult(model="dlrm", mode="train", device="cpu", status="ok", batch_size=64)
-    merged = merge(read_rows(tmp_path), [rerun])
-    assert len(merged) == len(ROWS)
-    assert next(r for r in merged if r.key == rerun.key) == rerun
-    assert {r.key for r in merged} == {r.key for r in ROWS}
-
-
 def test_repr_reads_as_a_sentence() -> None:
     assert repr(ROWS[0]) == "CaseResult(resnet50 train cpu bs=8: 812.3 ms/step (IQR 12), compute-bound (overhead 1%))"
     assert repr(ROWS[3]).startswith("CaseResult(dlrm train cpu: failed (out of memory")
@@ -126,18 +118,16 @@ def test_notes_say_every_reason_to_doubt_a_row_and_an_error_comes_first() -> Non
 
 
 def test_text_summary_header_names_the_run_and_tallies_the_statuses() -> None:
-    text = render_text(ROWS, ENVIRONMENT)
-    assert text.splitlines()[:4] == [
+    text = render_text(Summary("", ENVIRONMENT, tuple(ROWS), {}))
+    assert text.splitlines()[:3] == [
         "torchbenchmark diagnostics, started 2026-01-01T00:00:00+00:00",
-        "torch 2.14.1 on Test CPU, 2 threads; 7 cases: 1 failed, 1 interrupted, 3 ok, 1 skipped, 1 timeout",
-        "ms/step: median step time; light/detailed/edge %: how much each profile, and timing whole calls, "
-        "add to it; overhead %: estimated per-op overhead share of the step (see README).",
+        "torch 2.14.1 on Test CPU, 2 threads; this run: 7 cases (1 failed, 1 interrupted, 3 ok, 1 skipped, 1 timeout)",
         "",
     ]
-    assert text.endswith(render_table(ROWS) + "\n")
-    assert render_text([], {}).splitlines()[:2] == [
+    assert render_table(ROWS) + "\n\n" in text
+    assert render_text(Summary("", {}, (), {})).splitlines()[:2] == [
         "torchbenchmark diagnostics, started ?",
-        "torch ? on ?, ? threads; 0 cases: none",
+        "torch ? on ?, ? threads; this run: 0 cases (none)",
     ]
 
 
@@ -146,18 +136,3 @@ def test_non_finite_figures_nested_anywhere_become_null() -> None:
     document = json.loads(render_json([row], {"peaks": [float("-inf"), 2.0]}))
     assert document["results"][0]["phases_pct"] == {"forward": None, "backward": 1.5, "optimizer": 0.0}
     assert document["environment"] == {"peaks": [None, 2.0]}
-
-
-def test_write_summary_writes_both_renderings_and_leaves_no_partial_file(tmp_path: Path) -> None:
-    write_summary(tmp_path, ROWS, ENVIRONMENT)
-    assert (tmp_path / "summary.json").read_text(encoding="utf-8") == render_json(ROWS, ENVIRONMENT)
-    assert (tmp_path / "summary.txt").read_text(encoding="utf-8") == render_text(ROWS, ENVIRONMENT)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json", "summary.txt"]
-    assert read_rows(tmp_path) == sorted(ROWS, key=lambda r: (r.model.lower(), r.mode))
-
-
-@pytest.mark.parametrize("content", [None, "not json", '{"rows": []}', '{"results": [{"model": "m"}]}', '{"results": 3}'])
-def test_an_absent_or_unreadable_summary_has_no_rows(tmp_path: Path, content: str | None) -> None:
-    if content is not None:
-        (tmp_path / "summary.json").write_text(content, encoding="utf-8")
-    assert read_rows(tmp_path) == []

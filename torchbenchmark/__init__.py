@@ -29,7 +29,11 @@ __version__ = "0.1.0"
 _LAZY = {
     "collect_diagnostics": "torchbenchmark.diagnose",
     "CaseResult": "torchbenchmark.results",
+    "CaseSpec": "torchbenchmark.spec",
+    "Budget": "torchbenchmark.spec",
     "run_sweep": "torchbenchmark.sweep",
+    "load_summary": "torchbenchmark.storage",
+    "compare": "torchbenchmark.compare",
 }
 
 

@@ -1,7 +1,8 @@
 """The diagnostics command line: parse and check every input before any work, then run the sweep.
 
 Exit status: 0 every case ok or skipped; 1 a case failed or timed out; 2 a usage error (nothing was
-run or written); 130 interrupted by Ctrl-C (SIGINT); 143 interrupted by SIGTERM.
+run or written); 130 interrupted by Ctrl-C (SIGINT); 143 interrupted by SIGTERM. Subcommands
+(``compare``) are named first: ``diagnostics.py compare BASE NEW``.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from pathlib import Path
 
 from tabulate import tabulate
 
+from torchbenchmark.compare import DEFAULT_THRESHOLD_PCT
 from torchbenchmark.contract import MODES
-from torchbenchmark.harness import Budget
+from torchbenchmark.spec import Budget
 from torchbenchmark.registry import (
     ModelUnavailableError,
     UnknownModelError,
@@ -35,8 +37,11 @@ EPILOG = """\
 models: registered names (see --list), 'all', or plug-ins that follow the model contract, given as
 package.module:ClassName or path/to/file.py:ClassName.
 
-outputs, under --out: summary.txt and summary.json (one row per case, rewritten after every case,
-rows of models not in this run kept), and per model <model>/<mode>-<device>.pt.trace.json.gz (light
+subcommands: 'diagnostics.py compare BASE NEW' compares two runs (see 'compare --help').
+
+outputs, under --out: runs/<run-id>.json (this run's record: environment, command, a row per case;
+never changed once the run ends), summary.txt and summary.json (the latest row of every case over
+all records, rebuilt after every case: cases not in this run keep their rows), and per model <model>/<mode>-<device>.pt.trace.json.gz (light
 profile), ...-detailed.pt.trace.json.gz, .top_ops.txt and .log.
 
 exit status: 0 every case ok or skipped; 1 a case failed or timed out; 2 usage error, nothing run or
@@ -73,6 +78,16 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage, got {text!r}") from None
+    if not 0 <= value < 1000:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1000, got {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="diagnostics.py",
@@ -91,6 +106,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=_positive_float, default=600.0, help="seconds per case before it is killed (default: 600)")
     parser.add_argument("--threads", type=_positive_int, help="torch intra-op threads per case (default: torch's)")
     parser.add_argument("--no-detailed", action="store_true", help="skip the detailed profile")
+    parser.add_argument(
+        "--repeat", type=_positive_int, default=1,
+        help="run each case in this many processes, in rounds over all cases (default: 1); "
+        "compare treats processes as its samples, so 3 makes the regression gate far more sensitive",
+    )  # fmt: skip
+    parser.add_argument("--baseline", metavar="BASE", help="after the sweep, compare it against BASE (see 'compare --help')")
+    parser.add_argument("--threshold", type=_percent, default=DEFAULT_THRESHOLD_PCT,
+                        help=f"with --baseline: the smallest change in %% called faster or slower (default: {DEFAULT_THRESHOLD_PCT:g})")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar, only a line per case")
     parser.add_argument("--list", action="store_true", help="list the registered models (or those --models names) and exit")
     return parser
@@ -188,9 +211,64 @@ def _importable(package: str) -> bool:
         return False
 
 
+COMPARE_EPILOG = """\
+BASE and NEW: each an output folder (its run records), a summary.json, or one run record
+(OUT/runs/<run-id>.json). Each case on either side gets a call: slower, faster, same (within the
+threshold or within noise), new failure, fixed, verdict changed, not compared, only in base, only in new.
+
+exit status: 0 nothing slower or newly failing; 1 a case regressed; 2 usage error (unreadable input,
+nothing in common).
+"""
+
+
+def build_compare_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="diagnostics.py compare",
+        description="Compare two runs: each case's step-time ratio with a 95% interval, and a regression gate.",
+        epilog=COMPARE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("base", metavar="BASE")
+    parser.add_argument("new", metavar="NEW")
+    parser.add_argument("--threshold", type=_percent, default=DEFAULT_THRESHOLD_PCT,
+                        help=f"smallest change in %% called faster or slower (default: {DEFAULT_THRESHOLD_PCT:g})")  # fmt: skip
+    parser.add_argument("--json", metavar="FILE", type=Path, help="also write the comparison as JSON")
+    return parser
+
+
+def run_compare(base: str | Path, new: str | Path, threshold_pct: float, json_path: Path | None) -> int:
+    """Compare, print the table, write --json; a usage error for unreadable input or nothing in common."""
+    from torchbenchmark.compare import compare
+    from torchbenchmark.storage import StorageError, dumps, write_atomic
+    from torchbenchmark.summary import render_comparison
+
+    if json_path is not None:
+        check_new_file(json_path, "--json")
+    try:
+        comparison = compare(base, new, threshold_pct)
+    except (StorageError, ValueError) as error:
+        raise UsageError(str(error)) from None
+    print(render_comparison(comparison), end="")
+    if json_path is not None:
+        write_atomic(json_path, dumps(comparison.to_dict()))
+    return comparison.exit_status
+
+
+def check_new_file(path: Path, flag: str) -> None:
+    """A file we will write: its folder must exist and be writable, and it must not be a folder."""
+    if path.is_dir():
+        raise UsageError(f"{flag} {path}: is a folder")
+    parent = path.absolute().parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag} {path}: {parent} is not a writable folder")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        if argv[:1] == ["compare"]:
+            compare_args = build_compare_parser().parse_args(argv[1:])
+            return run_compare(compare_args.base, compare_args.new, compare_args.threshold, compare_args.json)
         args = build_parser().parse_args(argv)
         if args.list:
             print(list_table(resolve_models(args.models) if args.models else None))
@@ -200,15 +278,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         models = resolve_models(args.models)
         modes = resolve_modes(args.modes)
         device = resolve_device(args.device)
+        if not args.out:
+            raise UsageError("--out is empty; name an output folder")
         out_dir = Path(args.out)
         check_out_dir(out_dir)
+        if args.baseline:
+            _check_baseline(args.baseline)
         return _sweep(args, models, modes, device, out_dir, argv)
     except UsageError as error:
         print(f"diagnostics.py: error: {error}", file=sys.stderr)
         return EXIT_USAGE
 
 
+def _check_baseline(path: str) -> None:
+    """--baseline is read before the sweep, so a bad one costs nothing."""
+    from torchbenchmark.storage import StorageError, load_summary
+
+    try:
+        load_summary(path)
+    except StorageError as error:
+        raise UsageError(f"--baseline: {error}") from None
+
+
 def _sweep(args: argparse.Namespace, models: list[str], modes: list[str], device: str, out_dir: Path, argv: list[str]) -> int:
+    from torchbenchmark.storage import StorageError
     from torchbenchmark.sweep import Interrupted, OutputBusy, SweepOptions, run_sweep
 
     options = SweepOptions(
@@ -221,6 +314,7 @@ def _sweep(args: argparse.Namespace, models: list[str], modes: list[str], device
         threads=args.threads,
         command=shlex.join(["diagnostics.py", *argv]),
         progress=not args.no_progress,
+        repeat=args.repeat,
     )
 
     def stop(signum: int, _frame: object) -> None:
@@ -233,12 +327,17 @@ def _sweep(args: argparse.Namespace, models: list[str], modes: list[str], device
     previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
         outcome = run_sweep(models, modes, options)
-    except OutputBusy as error:
+    except (OutputBusy, StorageError) as error:
         raise UsageError(str(error)) from None
     except Interrupted as interrupted:  # before the first case began: there is nothing to summarise
         return 128 + interrupted.signum
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-    print(f"summary: {out_dir / 'summary.txt'} and {out_dir / 'summary.json'}", file=sys.stderr)
+    print(f"summary: {out_dir / 'summary.txt'} and {out_dir / 'summary.json'}; this run's record: {outcome.record}",
+          file=sys.stderr)  # fmt: skip
+    if args.baseline and outcome.interrupted_by is None:
+        print(f"\ncompared with {args.baseline}:", file=sys.stderr)
+        gate = run_compare(args.baseline, out_dir, args.threshold, None)
+        return max(outcome.exit_status, gate)
     return outcome.exit_status

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -13,12 +13,14 @@ import torch
 from tabulate import tabulate
 
 from torchbenchmark import dispatch
-from torchbenchmark.contract import MODES
-from torchbenchmark.harness import Budget, characterise
-from torchbenchmark.profiling import KINDS, run_profile, trace_name
+from torchbenchmark.contract import ModelMeta
+from torchbenchmark.harness import Characterisation, characterise
+from torchbenchmark.profiling import KINDS, ProfileRun, run_profile, trace_name
 from torchbenchmark.registry import ModelUnavailableError, meta_of, model_class
-from torchbenchmark.results import CaseResult, Dispatch, StepTime
+from torchbenchmark.results import CaseResult, Dispatch, Samples, StepTime
+from torchbenchmark.spec import Budget, CaseSpec
 from torchbenchmark.stats import relative_change_pct
+from torchbenchmark.storage import write_atomic
 from torchbenchmark.trace_analysis import TraceSummary, summarize_trace
 
 log = logging.getLogger(__name__)
@@ -36,31 +38,47 @@ def collect_diagnostics(
     detailed: bool = True,
     config: Mapping[str, Any] | None = None,
     top: int = 10,
+    spec: CaseSpec | None = None,
 ) -> CaseResult:
     """Diagnose ``model`` (a registered name, a plug-in spec or a model class) in ``mode`` on ``device``.
 
     Writes the case's traces and top-ops table under ``out_dir/<model>/`` and returns its result. A
     failure becomes the result's status and one-line error (the traceback goes to the log), never an
-    exception: one bad model must not cost a sweep its other rows.
+    exception: one bad model must not cost a sweep its other rows. ``spec`` gives every option at once
+    (its ``model`` is used unless ``model`` is a class); the keyword arguments build one otherwise.
 
     A sweep runs each case in a fresh process set up by ``torchbenchmark.steady.steady_process``; call
     it first for in-process figures that match a sweep's.
     """
-    if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
-    budget = budget or Budget()
-    torch_device = torch.device(device)
-    name = model if isinstance(model, str) else getattr(model, "__name__", str(model))
-    row: dict[str, Any] = {"model": name, "mode": mode, "device": torch_device.type, "batch_size": batch_size}
+    cls = None if isinstance(model, str) else model
+    if spec is None:
+        name = model if isinstance(model, str) else f"{getattr(model, '__module__', '?')}:{getattr(model, '__qualname__', model)}"
+        spec = CaseSpec(model=name, mode=mode, device=str(device), batch_size=batch_size,
+                        budget=budget or Budget(), detailed=detailed, top_ops=top)  # fmt: skip
+    return diagnose(spec, Path(out_dir), cls=cls, config=config)
+
+
+def diagnose(spec: CaseSpec, out_dir: Path, cls: type | None = None, config: Mapping[str, Any] | None = None) -> CaseResult:
+    """Run the case ``spec`` describes in this process: measure, analyse, then assemble its row."""
+    torch_device = torch.device(spec.device)
+    shown = spec.model if cls is None else getattr(cls, "__name__", spec.model)
+    row: dict[str, Any] = {"model": shown, "mode": spec.mode, "device": torch_device.type,
+                           "variant": spec.variant, "batch_size": spec.batch_size}  # fmt: skip
     timings: dict[str, float] = {}
     try:
-        cls = model_class(model) if isinstance(model, str) else model
+        cls = cls or model_class(spec.model)
         meta = meta_of(cls)
         row.update(model=meta.name, family=meta.family)
-        return _diagnose(cls, meta, mode, torch_device, batch_size, Path(out_dir), budget, detailed, config, top, row, timings)
+        measured = measure(spec, cls, meta, out_dir, config, row, timings)
+        if measured.profiles is None:
+            return assemble(spec, measured, None, meta, out_dir, row, timings)
+        started = time.perf_counter()
+        analysed = analyse(spec, measured, out_dir / meta.name, row)
+        timings["analyse"] = round(time.perf_counter() - started, 3)
+        return assemble(spec, measured, analysed, meta, out_dir, row, timings)
     except Exception as error:  # noqa: BLE001 - every failure becomes the case's row; Ctrl-C still stops
-        status, message = describe_failure(error, mode)
-        log.error("%s %s %s: %s", row["model"], mode, torch_device.type, message, exc_info=status == "failed")
+        status, message = describe_failure(error, spec.mode)
+        log.error("%s %s %s: %s", row["model"], spec.mode, torch_device.type, message, exc_info=status == "failed")
         return CaseResult(**row, status=status, error=message, timings_s=timings)
 
 
@@ -87,81 +105,119 @@ def _one_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {first}" if first else type(error).__name__
 
 
-def _diagnose(
-    cls: type,
-    meta: Any,
-    mode: str,
-    device: torch.device,
-    batch_size: int | None,
-    out_dir: Path,
-    budget: Budget,
-    detailed: bool,
-    config: Mapping[str, Any] | None,
-    top: int,
-    row: dict[str, Any],
-    timings: dict[str, float],
-) -> CaseResult:
-    clock = time.perf_counter()
+class _Laps:
+    """Where a case's wall time goes, lap by lap, into ``timings``."""
 
-    def lap(name: str) -> None:
-        nonlocal clock
+    def __init__(self, timings: dict[str, float]) -> None:
+        self.timings = timings
+        self.clock = time.perf_counter()
+
+    def __call__(self, name: str) -> None:
         now = time.perf_counter()
-        timings[name] = round(now - clock, 3)
-        clock = now
+        self.timings[name] = round(now - self.clock, 3)
+        self.clock = now
 
-    per_op_us = dispatch.calibrate_per_op_overhead_us(device)
+
+@dataclasses.dataclass(frozen=True)
+class Measured:
+    """What running the model gave: step times outside any profiler, and the profiles (None: not taken)."""
+
+    characterisation: Characterisation
+    per_op_overhead_us: float | None
+    profiles: dict[str, ProfileRun] | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Analysed:
+    """What the light trace says, and the verdict drawn from it with the measured step time."""
+
+    light: TraceSummary
+    overhead_fraction: float
+    distortion_pct: dict[str, float]
+
+
+def measure(
+    spec: CaseSpec, cls: type, meta: ModelMeta, out_dir: Path, config: Mapping[str, Any] | None,
+    row: dict[str, Any], timings: dict[str, float],
+) -> Measured:  # fmt: skip
+    """Build the model, characterise its step time, then take its profiles (the first repeat only)."""
+    device = torch.device(spec.device)
+    lap = _Laps(timings)
+    per_op_us = dispatch.calibrate_per_op_overhead_us(device) if spec.profiles else None
     lap("calibrate")
-    model = cls(device=str(device), batch_size=batch_size, **dict(config or {}))
-    row["batch_size"] = _batch_size(model, meta, mode, device)
+    model = cls(device=str(device), batch_size=spec.batch_size, **dict(config or {}))
+    row["batch_size"] = _batch_size(model, meta, spec.mode, device)
     lap("build")
 
-    measured = characterise(model, mode, budget, device)
+    measured = characterise(model, spec.mode, spec.budget, device)
     timings["warmup"] = round(measured.warmup_s, 3)
     lap("characterise")
     timings["characterise"] = round(timings["characterise"] - timings["warmup"], 3)
+    if not spec.profiles:
+        return Measured(measured, per_op_us, None)
 
     case_dir = out_dir / meta.name
     profiles = {}
-    for kind in KINDS if detailed else ("light",):
-        active = budget.profiled_steps(kind, measured.steps.median_ms)
-        profiles[kind] = run_profile(model, mode, device, kind, active, case_dir / trace_name(mode, device, kind))
+    for kind in KINDS if spec.detailed else ("light",):
+        active = spec.budget.profiled_steps(kind, measured.steps.median_ms)
+        path = case_dir / trace_name(spec.mode, device, kind)
+        profiles[kind] = run_profile(model, spec.mode, device, kind, active, path)
         lap(kind)
     timings["export"] = round(sum(p.export_s for p in profiles.values()), 3)
+    return Measured(measured, per_op_us, profiles)
 
-    light = summarize_trace(profiles["light"].trace_path, top=top)
-    _write_top_ops(case_dir / f"{mode}-{device.type}.top_ops.txt", light, row)
-    lap("analyse")
 
-    median_ms = measured.steps.median_ms
-    fraction = dispatch.overhead_fraction(light.ops_per_step, per_op_us, median_ms)
+def analyse(spec: CaseSpec, measured: Measured, case_dir: Path, row: dict[str, Any]) -> Analysed:
+    """Read the light trace, estimate the overhead share against the unprofiled median step time."""
+    assert measured.profiles is not None and measured.per_op_overhead_us is not None
+    light = summarize_trace(measured.profiles["light"].trace_path, top=spec.top_ops)
+    _write_top_ops(case_dir / f"{spec.mode}-{torch.device(spec.device).type}.top_ops.txt", light, row)
+    median_ms = measured.characterisation.steps.median_ms
+    fraction = dispatch.overhead_fraction(light.ops_per_step, measured.per_op_overhead_us, median_ms)
     if light.gpu_busy_fraction is not None:  # measured, not estimated: an idle GPU waits on the CPU
         fraction = 1.0 - light.gpu_busy_fraction
-    distortion = {kind: relative_change_pct(run.steps.median_ms, median_ms) for kind, run in profiles.items()}
+    distortion = {kind: relative_change_pct(run.steps.median_ms, median_ms) for kind, run in measured.profiles.items()}
+    return Analysed(light, fraction, distortion)
+
+
+def assemble(
+    spec: CaseSpec, measured: Measured, analysed: Analysed | None, meta: ModelMeta, out_dir: Path,
+    row: dict[str, Any], timings: dict[str, float],
+) -> CaseResult:  # fmt: skip
+    """The case's row: its figures, where its traces are, and how its time was spent."""
+    steps = measured.characterisation
+    figures: dict[str, Any] = {}
+    if analysed is not None and measured.profiles is not None:
+        light = analysed.light
+        figures = dict(
+            light_distortion_pct=analysed.distortion_pct["light"],
+            detailed_distortion_pct=analysed.distortion_pct.get("detailed"),
+            phases_pct=light.phases_pct if meta.annotated else None,
+            dispatch=Dispatch(
+                verdict=dispatch.verdict(analysed.overhead_fraction),
+                overhead_fraction=analysed.overhead_fraction,
+                ops_per_step=light.ops_per_step,
+                median_op_us=light.median_op_us,
+                per_op_overhead_us=measured.per_op_overhead_us or 0.0,
+            ),
+            gpu_busy_pct=None if light.gpu_busy_fraction is None else 100.0 * light.gpu_busy_fraction,
+            top_ops=light.top_ops,
+            traces={kind: measured.profiles[kind].trace_path.relative_to(out_dir).as_posix()
+                    if kind in measured.profiles else None for kind in KINDS},  # fmt: skip
+        )
     return CaseResult(
         **row,
         status="ok",
-        step_time=StepTime(median_ms, measured.steps.iqr_ms, measured.steps.min_ms, measured.steps.n),
-        light_distortion_pct=distortion["light"],
-        detailed_distortion_pct=distortion.get("detailed"),
-        edge_distortion_pct=measured.edge_distortion_pct,
-        phases_pct=light.phases_pct if meta.annotated else None,
-        dispatch=Dispatch(
-            verdict=dispatch.verdict(fraction),
-            overhead_fraction=fraction,
-            ops_per_step=light.ops_per_step,
-            median_op_us=light.median_op_us,
-            per_op_overhead_us=per_op_us,
-        ),
-        gpu_busy_pct=None if light.gpu_busy_fraction is None else 100.0 * light.gpu_busy_fraction,
-        top_ops=light.top_ops,
-        traces={kind: profiles[kind].trace_path.relative_to(out_dir).as_posix() if kind in profiles else None
-                for kind in KINDS},
-        warmup_steps=measured.warmup_steps,
-        steady=measured.steady,
-        windows=measured.windows,
-        window_diff_pct=measured.window_diff_pct,
-        windows_agree=measured.windows_agree,
+        step_time=StepTime(steps.steps.median_ms, steps.steps.iqr_ms, steps.steps.min_ms, steps.steps.n),
+        edge_distortion_pct=steps.edge_distortion_pct,
+        warmup_steps=steps.warmup_steps,
+        steady=steps.steady,
+        windows=steps.windows,
+        window_diff_pct=steps.window_diff_pct,
+        windows_agree=steps.windows_agree,
+        samples=Samples((steps.steps.median_ms,), steps.window_medians_ms),
         timings_s=timings,
+        **figures,
     )
 
 
@@ -179,6 +235,4 @@ def _write_top_ops(path: Path, summary: TraceSummary, row: dict[str, Any]) -> No
     )
     title = f"{row['model']} {row['mode']} {row['device']}: top ops by self time in the light profile"
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    partial.write_text(f"{title}\n\n{table}\n", encoding="utf-8")
-    os.replace(partial, path)
+    write_atomic(path, f"{title}\n\n{table}\n")

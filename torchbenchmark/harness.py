@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import math
 import statistics
 import time
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from typing import Any
 
 import torch
 
+from torchbenchmark.spec import Budget  # noqa: F401 - measured here, declared with the spec
 from torchbenchmark.stats import StepStats, is_steady, relative_change_pct
 
 
@@ -77,50 +77,6 @@ def timed_call(model: Any, mode: str, niter: int, timer: StepTimer) -> int:
 
 
 @dataclasses.dataclass(frozen=True)
-class Budget:
-    """How much time a case may spend where. Time limits are targets; step counts are floors and caps."""
-
-    warmup_s: float = 8.0  # stop waiting for a steady step time after this long (then steady=False)
-    warmup_window: int = 3  # steady when the median of the last window matches the window before
-    # (fewer, down to 2, when two windows of steps would not fit in warmup_s)
-    warmup_tolerance: float = 0.05
-    measure_s: float = 2.0  # time spent on the measured steps of one window, within the floor and cap below
-    min_steps: int = 3  # per window
-    max_steps: int = 100_000  # a cap for runaway counts only: a 0.2 ms step still gets its 2 s
-    windows: int = 3  # measure windows until two agree, at most this many (at least two)...
-    window_tolerance: float = 0.03  # ...within this much of each other's median
-    steps: int | None = None  # measure exactly this many steps instead, in one window
-    edge_calls: int = 3  # whole niter=1 calls timed to price the edge, at most...
-    edge_s: float = 1.0  # ...until this long is spent (at least one call): slow steps dwarf their edge
-    light_steps: int = 3  # active steps in the light profile, at least...
-    light_s: float = 1.0  # ...and as many more as fit in this long, up to 50: fast steps need more for a median
-    detailed_steps: int = 1  # active steps in the detailed profile, at least...
-    detailed_s: float = 0.5  # ...and as many more as fit in this long, up to 5: it is costly per op
-
-    def __post_init__(self) -> None:
-        for name in ("min_steps", "max_steps", "edge_calls", "light_steps", "detailed_steps", "warmup_window"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1")
-        if self.windows < 2:
-            raise ValueError("windows must be at least 2: one window cannot be checked against another")
-        if self.steps is not None and self.steps < 1:
-            raise ValueError("steps must be at least 1")
-
-    def measured_steps(self, step_estimate_ns: float) -> int:
-        if self.steps is not None:
-            return self.steps
-        wanted = math.ceil(self.measure_s * 1e9 / max(step_estimate_ns, 1.0))
-        return max(self.min_steps, min(self.max_steps, wanted))
-
-    def profiled_steps(self, kind: str, step_ms: float) -> int:
-        """Active steps for the ``light`` or ``detailed`` profile of a model whose step takes ``step_ms``."""
-        floor, seconds, cap = (
-            (self.light_steps, self.light_s, 50) if kind == "light" else (self.detailed_steps, self.detailed_s, 5)
-        )
-        return max(floor, min(cap, int(seconds * 1e3 / max(step_ms, 1e-6))))
-
-
-@dataclasses.dataclass(frozen=True)
 class Characterisation:
     steps: StepStats  # the steps of the two windows that agreed best
     warmup_steps: int
@@ -129,6 +85,7 @@ class Characterisation:
     window_diff_pct: float  # how far apart the medians of the two kept windows are
     windows_agree: bool  # False when no two windows came within Budget.window_tolerance: a noisy machine
     edge_ms: float  # median whole-call time of niter=1 minus the median step time
+    window_medians_ms: tuple[float, ...]  # every window taken, kept or not, in order
     warmup_s: float
     measure_s: float
 
@@ -212,6 +169,7 @@ def characterise(model: Any, mode: str, budget: Budget, device: torch.device) ->
         window_diff_pct=diff,
         windows_agree=len(kept) == 1 or diff <= 100 * budget.window_tolerance,
         edge_ms=call_ms - steps.median_ms,
+        window_medians_ms=tuple(statistics.median(window) / 1e6 for window in windows),
         warmup_s=warmed - started,
         measure_s=time.perf_counter() - warmed,
     )

@@ -8,6 +8,11 @@ from typing import Any
 from torchbenchmark.contract import PHASES
 
 STATUSES = ("ok", "failed", "timeout", "skipped", "interrupted")
+REQUIRED = ("model", "mode", "device", "status")  # a row without these cannot be placed or read
+
+
+class InvalidRow(ValueError):
+    """A row that does not follow the summary.json row format; the message says what is wrong."""
 
 
 def _from_fields(cls: type, data: dict[str, Any]) -> Any:
@@ -58,6 +63,26 @@ class Dispatch:
 
 
 @dataclasses.dataclass(frozen=True)
+class Samples:
+    """The raw material a comparison of runs needs, beside the summary figures.
+
+    Steps within one process are not independent samples (a process keeps its memory layout and its
+    share of a load spell for its life), so the unit of replication is the process: one median per
+    process the case ran in (``--repeat``), and the median of every measurement window it took.
+    """
+
+    process_medians_ms: tuple[float, ...] = ()
+    window_medians_ms: tuple[float, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"process_medians_ms": list(self.process_medians_ms), "window_medians_ms": list(self.window_medians_ms)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Samples:
+        return cls(tuple(data.get("process_medians_ms") or ()), tuple(data.get("window_medians_ms") or ()))
+
+
+@dataclasses.dataclass(frozen=True)
 class CaseResult:
     """One model x mode x device: its status, and its figures when it ran. One row of the summary."""
 
@@ -65,6 +90,7 @@ class CaseResult:
     mode: str
     device: str
     status: str
+    variant: str = "eager"  # eager, or the compiled variant's name: part of the row's key
     batch_size: int | None = None
     error: str | None = None  # one line: why the case did not end ok
     family: str | None = None
@@ -84,14 +110,18 @@ class CaseResult:
     window_diff_pct: float | None = None  # between the medians of the two windows kept
     windows_agree: bool | None = None  # False: no two windows agreed, the machine was too noisy to trust
     timings_s: dict[str, float] = dataclasses.field(default_factory=dict)  # where the case's wall time went
+    samples: Samples = Samples()
+    run_id: str | None = None  # the run record this row came from
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)  # fields this version does not know: kept
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
-            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+            raise InvalidRow(f"status must be one of {', '.join(STATUSES)}, got {self.status!r}")
 
     @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.model, self.mode, self.device)
+    def key(self) -> tuple[str, str, str, str]:
+        """What identifies a case across runs: a later row with the same key supersedes an earlier one."""
+        return (self.model, self.mode, self.device, self.variant)
 
     def headline(self) -> str:
         """One readable line: the case, then its figures or why it has none."""
@@ -110,9 +140,12 @@ class CaseResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            **self.extra,
             "model": self.model,
             "mode": self.mode,
             "device": self.device,
+            "variant": self.variant,
+            "run_id": self.run_id,
             "batch_size": self.batch_size,
             "status": self.status,
             "error": self.error,
@@ -129,10 +162,26 @@ class CaseResult:
             "warmup": {"steps": self.warmup_steps, "steady": self.steady},
             "measurement": {"windows": self.windows, "diff_pct": self.window_diff_pct, "agree": self.windows_agree},
             "timings_s": dict(self.timings_s),
+            "samples": self.samples.to_dict(),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CaseResult:
+        """A row from its JSON form; raises InvalidRow naming what is missing or wrong."""
+        if not isinstance(data, dict):
+            raise InvalidRow(f"a row must be a JSON object, got {type(data).__name__}")
+        missing = [name for name in REQUIRED if not isinstance(data.get(name), str)]
+        if missing:
+            raise InvalidRow(f"row {_describe(data)} has no {', '.join(missing)}")
+        try:
+            return cls._from_dict(data)
+        except InvalidRow as error:
+            raise InvalidRow(f"row {_describe(data)}: {error}") from None
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise InvalidRow(f"row {_describe(data)}: malformed field ({type(error).__name__}: {error})") from None
+
+    @classmethod
+    def _from_dict(cls, data: dict[str, Any]) -> CaseResult:
         distortion = data.get("profiler_distortion_pct") or {}
         warmup = data.get("warmup") or {}
         measurement = data.get("measurement") or {}
@@ -161,4 +210,16 @@ class CaseResult:
             window_diff_pct=measurement.get("diff_pct"),
             windows_agree=measurement.get("agree"),
             timings_s=dict(data.get("timings_s") or {}),
+            samples=Samples.from_dict(data.get("samples") or {}),
+            variant=data.get("variant") or "eager",
+            run_id=data.get("run_id"),
+            extra={key: value for key, value in data.items() if key not in _KNOWN_KEYS},
         )
+
+
+def _describe(data: dict[str, Any]) -> str:
+    return " ".join(str(data.get(name, "?")) for name in ("model", "mode", "device"))
+
+
+# The keys CaseResult.to_dict writes; any other key of a row read back is kept in ``extra``.
+_KNOWN_KEYS = frozenset(CaseResult(model="", mode="", device="", status="ok").to_dict())

@@ -1,67 +1,44 @@
-"""The summary of a sweep: rendered as a table for people (summary.txt) and as JSON for programs.
+"""Rendering results for people: the summary table (summary.txt) and its JSON twin. Returns strings, never prints.
 
-Rendering returns strings and never prints. Writing is atomic (temporary name, then rename), and a
-summary already in the output folder keeps the rows of cases this run did not touch.
+A table's columns are declared once, as data: header, whether it is a number (right-aligned), and how
+a row gives its cell. Storage (records, the summary view, atomic writes) lives in ``storage``.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import os
-from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from tabulate import tabulate
 
 from torchbenchmark.results import CaseResult
-
-SUMMARY_TXT = "summary.txt"
-SUMMARY_JSON = "summary.json"
-
-HEADERS = [
-    "model", "mode", "device", "batch", "status", "ms/step", "IQR ms", "n",
-    "light %", "detailed %", "edge %", "fwd/bwd/opt %", "ops/step", "op µs", "overhead %", "verdict", "note",
-]  # fmt: skip
+from torchbenchmark.storage import Summary, dumps, sort_rows
 
 
-def _number(value: float | None, digits: int) -> str:
+def number(value: float | None, digits: int) -> str:
     return "" if value is None else f"{value:.{digits}f}"
 
 
-def _significant(value: float | None) -> str:
+def significant(value: float | None) -> str:
     """Step times span 0.01 ms to seconds: three significant figures, never scientific notation."""
     if value is None:
         return ""
     if abs(value) < 1:
-        return f"{value:.3g}"
+        return f"{value:.3g}" if abs(value) >= 1e-4 or value == 0 else f"{value:.6f}".rstrip("0")
     return f"{value:.{max(0, 3 - len(str(int(abs(value)))))}f}"
 
 
-def table_row(result: CaseResult) -> list[str]:
-    step = result.step_time
-    dispatch = result.dispatch
+@dataclasses.dataclass(frozen=True)
+class Column:
+    header: str
+    cell: Callable[[CaseResult], str]
+    numeric: bool = True
+
+
+def _phases(result: CaseResult) -> str:
     phases = result.phases_pct
-    return [
-        result.model,
-        result.mode,
-        result.device,
-        "" if result.batch_size is None else str(result.batch_size),
-        result.status,
-        _significant(step.median_ms if step else None),
-        _significant(step.iqr_ms if step else None),
-        "" if step is None else str(step.n),
-        _number(result.light_distortion_pct, 1),
-        _number(result.detailed_distortion_pct, 0),
-        _number(result.edge_distortion_pct, 1),
-        "/".join(f"{phases[p]:.0f}" for p in ("forward", "backward", "optimizer")) if phases else "",
-        _number(dispatch.ops_per_step if dispatch else None, 0),
-        _number(dispatch.median_op_us if dispatch else None, 1),
-        _number(100 * dispatch.overhead_fraction if dispatch else None, 1),
-        dispatch.verdict if dispatch else "",
-        result.error or note(result),
-    ]
+    return "/".join(f"{phases[p]:.0f}" for p in ("forward", "backward", "optimizer")) if phases else ""
 
 
 def note(result: CaseResult) -> str:
@@ -74,69 +51,158 @@ def note(result: CaseResult) -> str:
     return "; ".join(notes)
 
 
-def render_table(results: Iterable[CaseResult]) -> str:
-    """summary.txt: one row per case, sorted by model then mode."""
-    rows = [table_row(r) for r in sorted(results, key=lambda r: (r.model.lower(), r.mode, r.device))]
-    numeric = {"batch", "ms/step", "IQR ms", "n", "light %", "detailed %", "edge %", "ops/step", "op µs", "overhead %"}
-    align = ["right" if header in numeric else "left" for header in HEADERS]
-    return tabulate(rows, headers=HEADERS, tablefmt="simple", colalign=align, disable_numparse=True)
+COLUMNS: tuple[Column, ...] = (
+    Column("model", lambda r: r.model, numeric=False),
+    Column("mode", lambda r: r.mode, numeric=False),
+    Column("device", lambda r: r.device, numeric=False),
+    Column("batch", lambda r: "" if r.batch_size is None else str(r.batch_size)),
+    Column("status", lambda r: r.status, numeric=False),
+    Column("ms/step", lambda r: significant(r.step_time.median_ms if r.step_time else None)),
+    Column("IQR ms", lambda r: significant(r.step_time.iqr_ms if r.step_time else None)),
+    Column("n", lambda r: "" if r.step_time is None else str(r.step_time.n)),
+    Column("light %", lambda r: number(r.light_distortion_pct, 1)),
+    Column("detailed %", lambda r: number(r.detailed_distortion_pct, 0)),
+    Column("edge %", lambda r: number(r.edge_distortion_pct, 1)),
+    Column("fwd/bwd/opt %", _phases, numeric=False),
+    Column("ops/step", lambda r: number(r.dispatch.ops_per_step if r.dispatch else None, 0)),
+    Column("op µs", lambda r: number(r.dispatch.median_op_us if r.dispatch else None, 1)),
+    Column("overhead %", lambda r: number(100 * r.dispatch.overhead_fraction if r.dispatch else None, 1)),
+    Column("verdict", lambda r: r.dispatch.verdict if r.dispatch else "", numeric=False),
+    Column("note", lambda r: r.error or note(r), numeric=False),
+)
+VARIANT = Column("variant", lambda r: r.variant, numeric=False)  # shown when any row is not eager
 
 
-def render_text(results: Sequence[CaseResult], environment: Mapping[str, Any]) -> str:
+def render_columns(columns: Sequence[Column], rows: Iterable[Any]) -> str:
+    """Any table of this package: the given columns over the given rows, with tabulate."""
+    cells = [[column.cell(row) for column in columns] for row in rows]
+    return tabulate(
+        cells,
+        headers=[column.header for column in columns],
+        tablefmt="simple",
+        colalign=["right" if column.numeric else "left" for column in columns],
+        disable_numparse=True,
+    )
+
+
+def summary_columns(results: Sequence[CaseResult], run_column: Column | None = None) -> list[Column]:
+    columns = list(COLUMNS)
+    if any(r.variant != "eager" for r in results):
+        columns.insert(3, VARIANT)
+    if run_column is not None:
+        columns.insert(-1, run_column)
+    return columns
+
+
+def render_table(results: Iterable[CaseResult], run_column: Column | None = None) -> str:
+    """summary.txt's table: one row per case, sorted by model, mode, device, then variant."""
+    rows = sort_rows(results)
+    return render_columns(summary_columns(rows, run_column), rows)
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _tally(rows: Sequence[CaseResult]) -> str:
     counts: dict[str, int] = {}
-    for result in results:
-        counts[result.status] = counts.get(result.status, 0) + 1
-    tally = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    for row in rows:
+        counts[row.status] = counts.get(row.status, 0) + 1
+    return ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "none"
+
+
+LEGEND = """\
+ms/step: median step time, outside any profiler; IQR ms: its interquartile range; n: steps measured.
+light/detailed/edge %: how much each profile, and timing whole calls, add to a step (negative: within noise).
+fwd/bwd/opt %: share of the profiled step in each annotation, blank for a model without annotations.
+ops/step: op events per step; op µs: median time of a top-level op; overhead %: estimated per-op overhead
+share of the step: 50% or more is dispatch-bound, under 20% compute-bound, between mixed (see README)."""
+
+
+def render_text(summary: Summary, run_id: str | None = None) -> str:
+    """summary.txt: a header naming where and when, the table, and a legend for what needs one.
+
+    ``run_id`` is the run that just wrote the summary; rows carried from earlier runs get a ``run``
+    column, marked ``*`` when they were measured on another machine or torch version.
+    """
+    results = list(summary.rows)
+    environment = summary.environment
+    current = [r for r in results if r.run_id == run_id] if run_id else results
+    carried = [r for r in results if run_id and r.run_id != run_id]
     header = [
         f"torchbenchmark diagnostics, started {environment.get('started_at', '?')}",
         f"torch {environment.get('torch', '?')} on {environment.get('device_name', '?')}, "
-        f"{environment.get('threads', '?')} threads; {len(results)} cases: {tally or 'none'}",
-        "ms/step: median step time; light/detailed/edge %: how much each profile, and timing whole calls, "
-        "add to it; overhead %: estimated per-op overhead share of the step (see README).",
+        f"{environment.get('threads', '?')} threads; this run: {_plural(len(current), 'case')} ({_tally(current)})",
     ]
-    return "\n".join(header) + "\n\n" + render_table(results) + "\n"
+    run_column = None
+    if carried:
+        header.append(f"carried from earlier runs: {_plural(len(carried), 'case')} ({_tally(carried)}); "
+                      "their run is in the 'run' column, * when from another machine or torch version")  # fmt: skip
+        run_column = Column("run", lambda r: _run_mark(summary, r, run_id), numeric=False)
+    return "\n".join(header) + "\n\n" + render_table(results, run_column) + "\n\n" + LEGEND + "\n"
 
 
-def _finite(value: Any) -> Any:
-    """JSON has no NaN or infinity: a figure that is not finite is written as null."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(item) for item in value]
-    return value
+def _run_mark(summary: Summary, row: CaseResult, run_id: str | None) -> str:
+    if row.run_id == run_id:
+        return "this"
+    started = str(summary.environment_of(row).get("started_at") or row.run_id or "?")[:16].replace("T", " ")
+    return started + ("*" if differs(summary.environment, summary.environment_of(row)) else "")
+
+
+def differs(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """True when two environments' figures are not like for like: another machine or torch version."""
+    from torchbenchmark.storage import machine_fingerprint
+
+    return machine_fingerprint(a) != machine_fingerprint(b) or a.get("torch") != b.get("torch")
 
 
 def render_json(results: Sequence[CaseResult], environment: Mapping[str, Any]) -> str:
-    rows = [r.to_dict() for r in sorted(results, key=lambda r: (r.model.lower(), r.mode, r.device))]
-    document = {"environment": dict(environment), "results": rows}
-    return json.dumps(_finite(document), indent=2, allow_nan=False) + "\n"
+    """A summary.json document of ``results``; ``environment`` is the latest run's."""
+    summary = Summary("", dict(environment), tuple(results), {})
+    return dumps(summary.to_dict())
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that a reader sees the old file or the new one, never half of one."""
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, path)
+def render_summary_json(summary: Summary) -> str:
+    return dumps(summary.to_dict())
 
 
-def read_rows(out_dir: Path) -> list[CaseResult]:
-    """The rows of the summary.json already in ``out_dir``; none if there is none or it is unreadable."""
-    try:
-        data = json.loads((out_dir / SUMMARY_JSON).read_text(encoding="utf-8"))
-        return [CaseResult.from_dict(row) for row in data["results"]]
-    except (OSError, ValueError, KeyError, TypeError):
-        return []
+def _interval(case: Any) -> str:
+    estimate = case.estimate
+    return "" if estimate is None else f"{estimate.low:.3f} to {estimate.high:.3f}"
 
 
-def merge(earlier: Iterable[CaseResult], current: Iterable[CaseResult]) -> list[CaseResult]:
-    """Earlier rows, with each case the current run produced replaced by its new row."""
-    merged = {r.key: r for r in earlier}
-    merged.update((r.key, r) for r in current)
-    return list(merged.values())
+def _verdicts(case: Any) -> str:
+    if case.base_verdict == case.new_verdict:
+        return case.new_verdict or ""
+    return f"{case.base_verdict or '-'} -> {case.new_verdict or '-'}"
 
 
-def write_summary(out_dir: Path, results: Sequence[CaseResult], environment: Mapping[str, Any]) -> None:
-    write_atomic(out_dir / SUMMARY_JSON, render_json(results, environment))
-    write_atomic(out_dir / SUMMARY_TXT, render_text(results, environment))
+COMPARISON_COLUMNS: tuple[Column, ...] = (
+    Column("call", lambda c: c.call, numeric=False),
+    Column("model", lambda c: c.model, numeric=False),
+    Column("mode", lambda c: c.mode, numeric=False),
+    Column("device", lambda c: c.device, numeric=False),
+    Column("base ms", lambda c: significant(c.base_ms)),
+    Column("new ms", lambda c: significant(c.new_ms)),
+    Column("new/base", lambda c: "" if c.estimate is None else f"{c.estimate.ratio:.3f}"),
+    Column("95% interval", _interval),
+    Column("n", lambda c: "" if c.estimate is None else f"{c.estimate.n_base}/{c.estimate.n_new}"),
+    Column("verdict", _verdicts, numeric=False),
+    Column("note", lambda c: "; ".join(c.notes), numeric=False),
+)
+
+
+def render_comparison(comparison: Any) -> str:
+    """The comparison of two runs as text: regressions first, then a line on how to read it."""
+    columns = list(COMPARISON_COLUMNS)
+    if any(case.variant != "eager" for case in comparison.cases):
+        columns.insert(4, Column("variant", lambda c: c.variant, numeric=False))
+    tally = ", ".join(f"{n} {call}" for call, n in comparison.counts().items())
+    lines = [f"base: {comparison.base}", f"new:  {comparison.new}", f"{_plural(len(comparison.cases), 'case')}: {tally}"]
+    lines += [f"note: {note}" for note in comparison.notes]
+    return (
+        "\n".join(lines) + "\n\n" + render_columns(columns, comparison.cases) + "\n\n"
+        f"new/base: ratio of median step times (per-process medians, geometric mean), with its 95% interval; "
+        f"n: processes per side.\nslower/faster: past the {comparison.threshold_pct:g}% threshold and outside noise "
+        "(the interval excludes 1); same: within the threshold or within noise.\n"
+    )

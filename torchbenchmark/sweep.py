@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime
 import fcntl
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -23,11 +25,12 @@ from typing import Any
 
 from tqdm import tqdm
 
+from torchbenchmark import storage
 from torchbenchmark.environment import collect_environment
-from torchbenchmark.harness import Budget
 from torchbenchmark.registry import meta_of, model_class
-from torchbenchmark.results import CaseResult
-from torchbenchmark.summary import merge, read_rows, write_summary
+from torchbenchmark.results import CaseResult, Samples, StepTime
+from torchbenchmark.spec import Budget, CaseSpec
+from torchbenchmark.summary import render_summary_json, render_text
 
 LOCK_NAME = ".torchbenchmark.lock"
 OUT_OF_MEMORY_KILL = "killed by SIGKILL: the system may have run out of memory; try a smaller --batch-size"
@@ -47,6 +50,8 @@ class Interrupted(KeyboardInterrupt):
 
 @dataclasses.dataclass(frozen=True)
 class SweepOptions:
+    """How a sweep runs. The per-case fields become each case's ``CaseSpec`` (see ``spec``)."""
+
     out_dir: Path = Path("traces")
     device: str = "cpu"
     batch_size: int | None = None
@@ -54,14 +59,27 @@ class SweepOptions:
     timeout_s: float = 600.0  # per case, process start included
     detailed: bool = True
     threads: int | None = None  # torch intra-op threads in each case; None: torch's default
-    command: str | None = None  # recorded in the summary's environment
+    command: str | None = None  # recorded in the run record's environment
     progress: bool = True
+    repeat: int = 1  # processes per case, interleaved across cases: the samples a comparison uses
+
+    def __post_init__(self) -> None:
+        if self.repeat < 1:
+            raise ValueError(f"repeat must be at least 1, got {self.repeat}")
+
+    def spec(self, model: str, mode: str, repeat: int = 0) -> CaseSpec:
+        return CaseSpec(
+            model=model, mode=mode, device=self.device, batch_size=self.batch_size, budget=self.budget,
+            threads=self.threads, detailed=self.detailed, timeout_s=self.timeout_s, repeat=repeat,
+        )  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
 class SweepOutcome:
     results: tuple[CaseResult, ...]  # this sweep's rows, in the order the cases ran
     interrupted_by: int | None = None  # the signal that stopped the sweep, if one did
+    run_id: str | None = None
+    record: Path | None = None  # the run record written
 
     @property
     def exit_status(self) -> int:
@@ -81,32 +99,85 @@ def model_name(spec: str) -> str:
 
 
 def run_sweep(models: Sequence[str], modes: Sequence[str], options: SweepOptions = SweepOptions()) -> SweepOutcome:
-    """Run every model x mode, each in its own process, writing traces, logs and the summary."""
+    """Run every model x mode, each in its own process, writing traces, logs, a run record and the summary.
+
+    With ``options.repeat`` N > 1, every case runs in N processes, in rounds over all cases so that a
+    spell of load falls on different cases rather than on all of one case's processes; the first
+    round profiles, later rounds only time steps.
+    """
     out_dir = Path(options.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     cases = [(spec, model_name(spec), mode) for spec in models for mode in modes]
     with _locked(out_dir):
-        earlier = read_rows(out_dir)
+        earlier = storage.read_records(out_dir)  # strict: an unreadable record stops us before any write
+        legacy = storage.legacy_record(out_dir / storage.SUMMARY_JSON) if not earlier else None
+        if legacy is not None:  # rows of a summary from before run records: carried as a record of their own
+            storage.write_record(out_dir, legacy)
+            earlier = [legacy]
         environment = collect_environment(options.device, options.threads, options.command)
-        done: list[CaseResult] = []
-        progress = _Progress(len(cases), enabled=options.progress)
+        record = storage.RunRecord(storage.new_run_id(), environment, options.command)
+        done: dict[tuple[str, str], CaseResult] = {}  # (name, mode) -> this run's row
+        progress = _Progress(len(cases) * options.repeat, enabled=options.progress)
+
+        def save(state: str = "running", not_run: tuple[tuple[str, ...], ...] = (), **extra: Any) -> None:
+            nonlocal record
+            ended = None if state == "running" else datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+            rows = tuple(dataclasses.replace(row, run_id=record.run_id) for row in done.values())
+            record = dataclasses.replace(record, rows=rows, state=state, ended_at=ended, not_run=not_run,
+                                         extra={**record.extra, **extra})  # fmt: skip
+            storage.write_record(out_dir, record)
+            view = storage.summary_of_records([*earlier, record], str(out_dir))
+            storage.write_atomic(out_dir / storage.SUMMARY_JSON, render_summary_json(view))
+            storage.write_atomic(out_dir / storage.SUMMARY_TXT, render_text(view, record.run_id))
+
+        save()
         try:
-            for spec, name, mode in cases:
-                progress.start(f"{name} {mode}")
-                result = _run_case(spec, name, mode, options)
-                done.append(result)
-                write_summary(out_dir, merge(earlier, done), environment)
-                progress.finish(result.headline())
+            for repeat in range(options.repeat):
+                for model, name, mode in cases:
+                    progress.start(f"{name} {mode}")
+                    result = _run_case(options.spec(model, mode, repeat), name, out_dir)
+                    done[(name, mode)] = combine_repeats(done[(name, mode)], result) if repeat else result
+                    save()
+                    progress.finish(done[(name, mode)].headline() if repeat == options.repeat - 1 else result.headline())
         except KeyboardInterrupt as stop:
             signum = stop.signum if isinstance(stop, Interrupted) else signal.SIGINT
             reason = f"interrupted by {signal.Signals(signum).name}"
-            for _, name, mode in cases[len(done) :]:
-                done.append(CaseResult(model=name, mode=mode, device=_device_type(options), status="interrupted", error=reason))
-            write_summary(out_dir, merge(earlier, done), environment)
-            return SweepOutcome(tuple(done), interrupted_by=int(signum))
+            if len(done) < len(cases) and options.repeat == 1:  # the case that was running
+                model, name, mode = cases[len(done)]
+                done[(name, mode)] = CaseResult(model=name, mode=mode, device=_device_type(options), status="interrupted", error=reason)
+            not_run = tuple((name, mode, _device_type(options), "eager") for _, name, mode in cases if (name, mode) not in done)
+            save("interrupted", not_run, interrupted_by=reason)
+            return SweepOutcome(tuple(done.values()), interrupted_by=int(signum), run_id=record.run_id,
+                                record=out_dir / storage.RUNS_DIR / f"{record.run_id}.json")  # fmt: skip
         finally:
             progress.close()
-    return SweepOutcome(tuple(done))
+        save("complete")
+    return SweepOutcome(tuple(done.values()), run_id=record.run_id, record=out_dir / storage.RUNS_DIR / f"{record.run_id}.json")
+
+
+def combine_repeats(first: CaseResult, later: CaseResult) -> CaseResult:
+    """One row for a case run in several processes: the first's profile and verdict, every process's timing.
+
+    The step time becomes the median of the processes' medians; a process that did not end ok makes
+    the row that process's row, with the earlier processes' samples kept.
+    """
+    if first.status != "ok":
+        return first
+    samples = Samples(
+        first.samples.process_medians_ms + later.samples.process_medians_ms,
+        first.samples.window_medians_ms + later.samples.window_medians_ms,
+    )
+    if later.status != "ok" or later.step_time is None or first.step_time is None:
+        return dataclasses.replace(later, samples=samples)
+    medians = samples.process_medians_ms
+    step = StepTime(
+        median_ms=statistics.median(medians),
+        iqr_ms=statistics.median([first.step_time.iqr_ms, later.step_time.iqr_ms]),
+        min_ms=min(first.step_time.min_ms, later.step_time.min_ms),
+        n=first.step_time.n + later.step_time.n,
+    )
+    return dataclasses.replace(first, step_time=step, samples=samples,
+                               windows_agree=bool(first.windows_agree and later.windows_agree))  # fmt: skip
 
 
 class _Progress:
@@ -168,30 +239,19 @@ def _worker_environment() -> dict[str, str]:
     return env
 
 
-def _run_case(spec: str, name: str, mode: str, options: SweepOptions) -> CaseResult:
+def _run_case(spec: CaseSpec, name: str, out_dir: Path) -> CaseResult:
     """Run one case in a child process and turn whatever happens to it into a row."""
-    out_dir = Path(options.out_dir)
-    device = _device_type(options)
+    device = spec.device_type
+    mode = spec.mode
     case_dir = out_dir / name
     try:
         case_dir.mkdir(parents=True, exist_ok=True)
     except OSError as error:  # e.g. a file of the user's where the model's folder would go: left alone
         return CaseResult(model=name, mode=mode, device=device, status="failed", error=f"cannot write its outputs: {error}")
-    log_path = case_dir / f"{mode}-{device}.log"
+    log_path = case_dir / f"{mode}-{device}.log" if spec.profiles else case_dir / f"{mode}-{device}.repeat{spec.repeat}.log"
     partial_log = case_dir / f".{log_path.name}.{os.getpid()}.partial"
     result_path = case_dir / f".{mode}-{device}.result.{os.getpid()}.json"
-    request = {
-        "model": spec,
-        "mode": mode,
-        "device": options.device,
-        "batch_size": options.batch_size,
-        "out_dir": str(out_dir),
-        "budget": dataclasses.asdict(options.budget),
-        "detailed": options.detailed,
-        "threads": options.threads,
-        "result_path": str(result_path),
-        "spawned_at": time.time(),
-    }
+    request = {"spec": spec.to_json(), "out_dir": str(out_dir), "result_path": str(result_path), "spawned_at": time.time()}
     base = {"model": name, "mode": mode, "device": device, "log": log_path.relative_to(out_dir).as_posix()}
     started = time.perf_counter()
 
@@ -208,10 +268,10 @@ def _run_case(spec: str, name: str, mode: str, options: SweepOptions) -> CaseRes
                 env=_worker_environment(), start_new_session=True,
             )  # fmt: skip
             try:
-                returncode = process.wait(timeout=options.timeout_s)
+                returncode = process.wait(timeout=spec.timeout_s)
             except subprocess.TimeoutExpired:
                 _kill_tree(process)
-                return ended("timeout", f"no result after {options.timeout_s:g} s; process tree killed")
+                return ended("timeout", f"no result after {spec.timeout_s:g} s; process tree killed")
             except BaseException:
                 _kill_tree(process)
                 log.write("\n[torchbenchmark] interrupted: process tree killed\n")
@@ -228,7 +288,7 @@ def _run_case(spec: str, name: str, mode: str, options: SweepOptions) -> CaseRes
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.replace(partial_log, log_path)
-        for leftover in (result_path, result_path.with_name(result_path.name + ".partial")):
+        for leftover in (result_path, *case_dir.glob(f".{result_path.name}.*.partial")):
             with contextlib.suppress(FileNotFoundError):
                 leftover.unlink()
 

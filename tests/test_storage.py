@@ -1,0 +1,170 @@
+"""Run records and the summary view: written per run, never changed after, read strictly, rebuilt losslessly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from torchbenchmark import storage, sweep
+from torchbenchmark.results import CaseResult, StepTime
+from torchbenchmark.storage import RunRecord, StorageError, load_summary
+from torchbenchmark.summary import render_text
+from torchbenchmark.sweep import SweepOptions, run_sweep
+
+ENV = {"host": "box", "cpu": "Test CPU", "cpu_count": 2, "device_name": "Test CPU", "torch": "2.14.1",
+       "started_at": "2026-01-01T00:00:00+00:00", "threads": 2}  # fmt: skip
+
+
+def ok_row(model: str, ms: float, mode: str = "train") -> CaseResult:
+    return CaseResult(model=model, mode=mode, device="cpu", status="ok", batch_size=4, step_time=StepTime(ms, 0.1, ms, 10))
+
+
+def fake_case(timings: dict[str, float]) -> Any:
+    """A stand-in for a case's process: a row at the given step time, or Ctrl-C where it says 'stop'."""
+
+    def run_case(spec: Any, name: str, out_dir: Path) -> CaseResult:
+        ms = timings[name]
+        if ms == "stop":
+            raise KeyboardInterrupt
+        return ok_row(name, ms, spec.mode)
+
+    return run_case
+
+
+def sweep_with(monkeypatch: pytest.MonkeyPatch, out: Path, timings: dict[str, Any]) -> sweep.SweepOutcome:
+    monkeypatch.setattr(sweep, "_run_case", fake_case(timings))
+    monkeypatch.setattr(sweep, "model_name", lambda spec: spec)
+    return run_sweep(list(timings), ["train"], SweepOptions(out_dir=out, progress=False))
+
+
+def test_each_run_writes_one_record_and_never_changes_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    first = sweep_with(monkeypatch, tmp_path, {"a": 1.0, "b": 2.0})
+    assert first.record is not None and first.record.parent == tmp_path / "runs"
+    before = first.record.read_bytes()
+    second = sweep_with(monkeypatch, tmp_path, {"a": 1.5})
+    assert first.record.read_bytes() == before, "an ended run's record was rewritten"
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == sorted([first.record.name, second.record.name])
+    assert first.run_id < second.run_id, "run ids sort by start time"
+    record = json.loads(first.record.read_text())
+    assert record["schema_version"] == storage.SCHEMA_VERSION and record["state"] == "complete"
+    assert [r["model"] for r in record["results"]] == ["a", "b"]
+    assert record["results"][0]["samples"] == {"process_medians_ms": [], "window_medians_ms": []}
+    # The view: the latest row per case, each saying which run it came from.
+    rows = {r.model: r for r in load_summary(tmp_path).rows}
+    assert rows["a"].step_time.median_ms == 1.5 and rows["a"].run_id == second.run_id
+    assert rows["b"].step_time.median_ms == 2.0 and rows["b"].run_id == first.run_id
+
+
+def test_summary_header_counts_this_run_apart_and_marks_carried_rows(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    sweep_with(monkeypatch, tmp_path, {"a": 1.0, "b": 2.0})
+    sweep_with(monkeypatch, tmp_path, {"a": 1.5})
+    text = (tmp_path / "summary.txt").read_text()
+    assert "this run: 1 case (1 ok)" in text
+    assert "carried from earlier runs: 1 case (1 ok)" in text
+    lines = {line.split()[0]: line for line in text.splitlines() if line.startswith(("a ", "b "))}
+    assert "this" in lines["a"].split() and "this" not in lines["b"].split()
+
+
+def test_rows_from_another_machine_are_marked() -> None:
+    mine, theirs = RunRecord("2", ENV, None, (ok_row("a", 1.0),)), RunRecord("1", {**ENV, "host": "other"}, None, (ok_row("b", 1.0),))
+    summary = storage.summary_of_records([theirs, mine], "out")
+    row_b = next(line for line in render_text(summary, "2").splitlines() if line.startswith("b "))
+    assert "*" in row_b
+    same = storage.summary_of_records([RunRecord("1", ENV, None, (ok_row("b", 1.0),)), mine], "out")
+    assert "*" not in next(line for line in render_text(same, "2").splitlines() if line.startswith("b "))
+
+
+def test_ctrl_c_leaves_earlier_rows_of_unrun_cases_as_they_were(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    sweep_with(monkeypatch, tmp_path, {"a": 1.0, "b": 2.0, "c": 3.0})
+    outcome = sweep_with(monkeypatch, tmp_path, {"a": 1.1, "b": "stop", "c": 9.0, "d": 9.0})
+    assert outcome.exit_status == 130
+    rows = {r.model: r for r in load_summary(tmp_path).rows}
+    assert rows["a"].step_time.median_ms == 1.1
+    assert rows["b"].status == "interrupted"  # it was running: this run's row
+    assert rows["c"].status == "ok" and rows["c"].step_time.median_ms == 3.0  # never started: kept
+    assert rows["d"].status == "interrupted" and rows["d"].error.startswith("not started")  # nothing to keep
+    record = json.loads(outcome.record.read_text())
+    assert record["state"] == "interrupted" and ["c", "train", "cpu", "eager"] in record["not_run"]
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"schema_version": 2, "run_id": "x", "environment": {}, "results": [{"model": "a", "mo', "not valid JSON"),
+        ('[1, 2]', "expected a JSON object"),
+        ('{"schema_version": 99, "run_id": "x", "environment": {}, "results": []}', "schema_version 99"),
+        ('{"schema_version": 2, "run_id": "x", "environment": {}, "results": [{"model": "a", "mode": "train", "device": "cpu"}]}',
+         r"results\[0\]: row a train cpu has no status"),
+        ('{"schema_version": 2, "run_id": "x", "environment": {}, "results": [{"model": "a", "mode": "train", "device": "cpu", "status": "great"}]}',
+         "status must be one of"),
+    ],
+    ids=["truncated", "wrong-shape", "future-version", "row-without-status", "unknown-status"],
+)
+def test_a_bad_record_is_an_error_naming_the_file(tmp_path: Path, text: str, message: str) -> None:
+    path = write(tmp_path / "runs" / "x.json", text)
+    with pytest.raises(StorageError, match=message) as error:
+        load_summary(tmp_path)
+    assert str(path) in str(error.value)
+
+
+def test_a_bad_record_stops_the_sweep_before_it_writes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    write(tmp_path / "runs" / "x.json", "{not json")
+    with pytest.raises(StorageError):
+        sweep_with(monkeypatch, tmp_path, {"a": 1.0})
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".torchbenchmark.lock", "runs"]
+    assert [p.name for p in (tmp_path / "runs").iterdir()] == ["x.json"]
+
+
+@pytest.mark.parametrize("text", ["{trunc", "[]", '{"schema_version": 2, "results": 5}'], ids=["truncated", "wrong-shape", "bad-rows"])
+def test_a_corrupt_summary_json_beside_records_costs_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, text: str) -> None:
+    sweep_with(monkeypatch, tmp_path, {"a": 1.0, "b": 2.0})
+    write(tmp_path / "summary.json", text)
+    with pytest.raises(StorageError):
+        load_summary(tmp_path / "summary.json")  # read directly, it is an error...
+    sweep_with(monkeypatch, tmp_path, {"a": 1.5})  # ...and the next run rebuilds it from the records
+    assert {r.model for r in load_summary(tmp_path / "summary.json").rows} == {"a", "b"}
+
+
+def test_a_summary_from_before_records_is_carried_not_lost(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    legacy = {"environment": ENV, "results": [ok_row(m, 1.0).to_dict() for m in ("old1", "old2")]}
+    write(tmp_path / "summary.json", json.dumps(legacy))
+    sweep_with(monkeypatch, tmp_path, {"a": 1.0})
+    assert {r.model for r in load_summary(tmp_path).rows} == {"old1", "old2", "a"}
+
+
+def test_a_corrupt_summary_from_before_records_stops_the_sweep(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    write(tmp_path / "summary.json", '{"environment": {}, "results": [{"model": "a"}]}')
+    with pytest.raises(StorageError, match="summary.json: results\\[0\\]"):
+        sweep_with(monkeypatch, tmp_path, {"a": 1.0})
+    assert not (tmp_path / "runs").exists()
+
+
+def test_unknown_fields_are_kept(tmp_path: Path) -> None:
+    row = {**ok_row("a", 1.0).to_dict(), "from_the_future": {"x": 1}}
+    path = write(tmp_path / "runs" / "r.json", json.dumps(
+        {"schema_version": 2, "run_id": "r", "environment": ENV, "results": [row], "also_new": True}))  # fmt: skip
+    record = storage.read_record(path)
+    assert record.rows[0].to_dict()["from_the_future"] == {"x": 1}
+    assert record.to_dict()["also_new"] is True
+
+
+def test_write_atomic_leaves_no_temporary_file_when_the_write_fails(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    target = write(tmp_path / "summary.json", "old")
+
+    def full_disk(*args: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(storage.os, "fsync", full_disk)
+    with pytest.raises(OSError, match="No space"):
+        storage.write_atomic(target, "new")
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]

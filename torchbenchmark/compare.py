@@ -1,0 +1,261 @@
+"""Comparing two runs: each case's step-time ratio with a confidence interval, and a call a CI job can gate on.
+
+The unit of replication is the *process*, not the step. Steps within one process share its memory
+layout, its allocator's state and its share of any load spell, so they agree with each other far
+better than processes of the same case do (processes differed by 3 to 4.5% on a shared 2-core
+machine, benchmarks/RESULTS.md). A comparison therefore works on each case's per-process medians
+(``--repeat N`` gives N of them), on a log scale, with a t interval for the ratio of their geometric
+means. The spread that interval uses is never taken below ``PROCESS_NOISE_FLOOR``, the between-process
+spread measured on such a machine, nor below the spread of the case's own measurement windows: with
+one process a side there is no spread to estimate, and a floor is the honest prior.
+
+A case is called ``slower`` only when the ratio is past the practical threshold (default 5%) *and* its
+interval excludes 1; ``faster`` likewise. Everything else within the threshold or within noise is ``same``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from torchbenchmark.results import CaseResult
+from torchbenchmark.storage import Summary, load_summary, machine_fingerprint
+
+DEFAULT_THRESHOLD_PCT = 5.0
+# Standard deviation of log(step time) between processes of one case on a shared machine: 2% reproduces
+# the 3 to 4.5% range of four processes (benchmarks/RESULTS.md, "Comparing runs").
+PROCESS_NOISE_FLOOR = 0.02
+CALLS = ("slower", "new failure", "faster", "fixed", "verdict changed", "same", "not compared", "only in base", "only in new")
+REGRESSIONS = ("slower", "new failure")
+FAILURES = ("failed", "timeout")
+# Two-sided 95% quantiles of Student's t by degrees of freedom; above 30 the normal 1.96 is close enough.
+_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
+        12: 2.179, 15: 2.131, 20: 2.086, 25: 2.060, 30: 2.042}  # fmt: skip
+
+
+def t95(df: int) -> float:
+    """The two-sided 95% t quantile for ``df`` degrees of freedom (the next smaller tabled df: conservative)."""
+    if df < 1:
+        return 1.96
+    return _T95[max(k for k in _T95 if k <= df)] if df <= 30 else 1.96
+
+
+@dataclasses.dataclass(frozen=True)
+class RatioEstimate:
+    """new / base step time, as a ratio of geometric means of per-process medians, with a 95% interval."""
+
+    ratio: float
+    low: float
+    high: float
+    spread: float  # the standard deviation of log(step time) per process that the interval used
+    n_base: int
+    n_new: int
+
+    @property
+    def change_pct(self) -> float:
+        return 100.0 * (self.ratio - 1.0)
+
+
+def _log_sd(samples: Sequence[Sequence[float]]) -> tuple[float, int]:
+    """The pooled standard deviation of log values over groups, and its degrees of freedom."""
+    squares, df = 0.0, 0
+    for group in samples:
+        logs = [math.log(x) for x in group]
+        if len(logs) > 1:
+            squares += statistics.variance(logs) * (len(logs) - 1)
+            df += len(logs) - 1
+    return (math.sqrt(squares / df) if df else 0.0), df
+
+
+def ratio_interval(
+    base: Sequence[float],
+    new: Sequence[float],
+    window_spread: float = 0.0,
+    noise_floor: float = PROCESS_NOISE_FLOOR,
+) -> RatioEstimate:
+    """The ratio new/base of per-process medians and its 95% interval (see the module docstring)."""
+    if not base or not new or min(*base, *new) <= 0:
+        raise ValueError("each side needs at least one positive step time")
+    difference = statistics.fmean(math.log(x) for x in new) - statistics.fmean(math.log(x) for x in base)
+    observed, df = _log_sd([base, new])
+    spread = max(noise_floor, window_spread, observed)
+    # Student's t only when the spread is the sample's own; a floor is a known spread, so the normal.
+    quantile = t95(df) if observed >= max(noise_floor, window_spread) and df else 1.96
+    half = quantile * spread * math.sqrt(1 / len(base) + 1 / len(new))
+    return RatioEstimate(math.exp(difference), math.exp(difference - half), math.exp(difference + half),
+                         spread, len(base), len(new))  # fmt: skip
+
+
+def _process_medians(row: CaseResult) -> list[float]:
+    if row.samples.process_medians_ms:
+        return list(row.samples.process_medians_ms)
+    return [row.step_time.median_ms] if row.step_time else []
+
+
+def _window_spread(*rows: CaseResult) -> float:
+    """How far apart one process's measurement windows were, as a log-scale spread: a noisy run's floor."""
+    groups = [row.samples.window_medians_ms for row in rows if len(row.samples.window_medians_ms) > 1]
+    return _log_sd(groups)[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class CaseComparison:
+    model: str
+    mode: str
+    device: str
+    variant: str
+    call: str  # one of CALLS
+    base_ms: float | None = None
+    new_ms: float | None = None
+    estimate: RatioEstimate | None = None
+    base_status: str | None = None
+    new_status: str | None = None
+    base_verdict: str | None = None
+    new_verdict: str | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.model, self.mode, self.device, self.variant)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["notes"] = list(self.notes)
+        return data
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """Every case present on either side, called; and what differs between the two sides' environments."""
+
+    base: str
+    new: str
+    threshold_pct: float
+    cases: tuple[CaseComparison, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def regressions(self) -> tuple[CaseComparison, ...]:
+        return tuple(case for case in self.cases if case.call in REGRESSIONS)
+
+    @property
+    def exit_status(self) -> int:
+        """0 when nothing is slower or newly failing, 1 when a case regressed."""
+        return 1 if self.regressions else 0
+
+    def counts(self) -> dict[str, int]:
+        counts = {call: 0 for call in CALLS}
+        for case in self.cases:
+            counts[case.call] += 1
+        return {call: n for call, n in counts.items() if n}
+
+    def __repr__(self) -> str:
+        tally = ", ".join(f"{n} {call}" for call, n in self.counts().items()) or "nothing compared"
+        return f"Comparison({self.base} -> {self.new}: {tally})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "base": self.base,
+            "new": self.new,
+            "threshold_pct": self.threshold_pct,
+            "confidence": 0.95,
+            "process_noise_floor": PROCESS_NOISE_FLOOR,
+            "counts": self.counts(),
+            "exit_status": self.exit_status,
+            "notes": list(self.notes),
+            "cases": [case.to_dict() for case in self.cases],
+        }
+
+
+def _verdict(row: CaseResult) -> str | None:
+    return row.dispatch.verdict if row.dispatch else None
+
+
+def compare_rows(
+    base: CaseResult, new: CaseResult, threshold_pct: float, base_env: dict[str, Any], new_env: dict[str, Any]
+) -> CaseComparison:
+    """Call one case present on both sides."""
+    fields: dict[str, Any] = dict(
+        model=new.model, mode=new.mode, device=new.device, variant=new.variant,
+        base_ms=base.step_time.median_ms if base.step_time else None,
+        new_ms=new.step_time.median_ms if new.step_time else None,
+        base_status=base.status, new_status=new.status, base_verdict=_verdict(base), new_verdict=_verdict(new),
+    )  # fmt: skip
+    notes = []
+    if base.batch_size != new.batch_size:
+        notes.append(f"batch size {base.batch_size} -> {new.batch_size}")
+    if machine_fingerprint(base_env) != machine_fingerprint(new_env):
+        notes.append("another machine")
+    if base_env.get("torch") != new_env.get("torch"):
+        notes.append(f"torch {base_env.get('torch')} -> {new_env.get('torch')}")
+    if base.status != "ok" or new.status != "ok":
+        if new.status in FAILURES and base.status not in FAILURES:
+            call = "new failure"
+            notes.append(new.error or new.status)
+        elif base.status in FAILURES and new.status == "ok":
+            call = "fixed"
+        elif base.status == new.status:
+            call = "same"
+        else:
+            call = "not compared"
+            notes.append(f"{base.status} -> {new.status}")
+        return CaseComparison(**fields, call=call, notes=tuple(notes))
+    base_samples, new_samples = _process_medians(base), _process_medians(new)
+    if not base_samples or not new_samples:
+        return CaseComparison(**fields, call="not compared", notes=(*notes, "no step times"))
+    estimate = ratio_interval(base_samples, new_samples, _window_spread(base, new))
+    threshold = 1.0 + threshold_pct / 100.0
+    if estimate.ratio > threshold and estimate.low > 1.0:
+        call = "slower"
+    elif estimate.ratio < 1.0 / threshold and estimate.high < 1.0:
+        call = "faster"
+    elif _verdict(base) != _verdict(new):
+        call = "verdict changed"
+    else:
+        call = "same"
+    if call in ("slower", "faster") and _verdict(base) != _verdict(new):
+        notes.append(f"verdict {_verdict(base)} -> {_verdict(new)}")
+    if call == "same" and abs(estimate.change_pct) > threshold_pct:
+        notes.append("past the threshold but within noise: rerun with --repeat 3")
+    return CaseComparison(**fields, call=call, estimate=estimate, notes=tuple(notes))
+
+
+def compare(base: Summary | str | Path, new: Summary | str | Path, threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> Comparison:
+    """Compare two results (output folders, summary.json files or run records, or loaded summaries).
+
+    Raises ValueError when the two sides have no case in common; StorageError when a side cannot be read.
+    """
+    if not threshold_pct >= 0:
+        raise ValueError(f"threshold must be a percentage of 0 or more, got {threshold_pct}")
+    base = base if isinstance(base, Summary) else load_summary(base)
+    new = new if isinstance(new, Summary) else load_summary(new)
+    base_rows = {row.key: row for row in base.rows}
+    new_rows = {row.key: row for row in new.rows}
+    if not base_rows.keys() & new_rows.keys():
+        raise ValueError(f"{base.source} and {new.source} have no case in common (model, mode, device, variant)")
+    cases = []
+    for key in sorted(base_rows.keys() | new_rows.keys(), key=lambda k: (k[0].lower(), *k[1:])):
+        if key not in new_rows:
+            row = base_rows[key]
+            cases.append(CaseComparison(*key, call="only in base", base_ms=row.step_time.median_ms if row.step_time else None,
+                                        base_status=row.status, base_verdict=_verdict(row)))  # fmt: skip
+        elif key not in base_rows:
+            row = new_rows[key]
+            cases.append(CaseComparison(*key, call="only in new", new_ms=row.step_time.median_ms if row.step_time else None,
+                                        new_status=row.status, new_verdict=_verdict(row)))  # fmt: skip
+        else:
+            b, n = base_rows[key], new_rows[key]
+            cases.append(compare_rows(b, n, threshold_pct, base.environment_of(b), new.environment_of(n)))
+    notes = []
+    if machine_fingerprint(base.environment) != machine_fingerprint(new.environment):
+        notes.append(f"the two sides ran on different machines ({base.environment.get('host')}, "
+                     f"{new.environment.get('host')}): read changes as between machines, not only between code")  # fmt: skip
+    if base.environment.get("torch") != new.environment.get("torch"):
+        notes.append(f"torch {base.environment.get('torch')} -> {new.environment.get('torch')}")
+    order = {call: i for i, call in enumerate(CALLS)}
+    cases.sort(key=lambda case: order[case.call])  # regressions first
+    return Comparison(base.source, new.source, threshold_pct, tuple(cases), tuple(notes))

@@ -1,0 +1,294 @@
+"""Where results live on disk: immutable run records, the summary view rebuilt from them, atomic writes.
+
+Every sweep writes one record, ``OUT/runs/<run-id>.json``: the run's environment, its command and a row
+per case it ran. The record is rewritten (atomically) as cases finish and never touched once the run
+has ended. ``OUT/summary.json`` and ``summary.txt`` are a *view*: the latest row of each case key over
+all records, so deleting or corrupting them costs nothing, and a case this run did not reach keeps
+its earlier row. Readers are strict: a file that is not what it claims to be is an error naming the
+file and the problem, never a silent drop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import hashlib
+import json
+import math
+import os
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from torchbenchmark.results import CaseResult, InvalidRow
+
+SCHEMA_VERSION = 2  # 1 was the summary.json of earlier versions: no records, no schema_version
+RUNS_DIR = "runs"
+SUMMARY_JSON = "summary.json"
+SUMMARY_TXT = "summary.txt"
+RUN_STATES = ("running", "complete", "interrupted")  # a "running" record whose sweep died stays so
+
+
+class StorageError(Exception):
+    """A results file that cannot be read as what it claims to be; the message names the file and why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RunRecord:
+    """One invocation of the sweep: where and how it ran, and a row per case it ran."""
+
+    run_id: str
+    environment: dict[str, Any]
+    command: str | None
+    rows: tuple[CaseResult, ...] = ()
+    state: str = "running"
+    ended_at: str | None = None
+    not_run: tuple[tuple[str, ...], ...] = ()  # keys of cases the run meant to run and never started
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def fingerprint(self) -> str:
+        return machine_fingerprint(self.environment)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.extra,
+            "schema_version": SCHEMA_VERSION,
+            "run_id": self.run_id,
+            "state": self.state,
+            "ended_at": self.ended_at,
+            "command": self.command,
+            "environment": {**self.environment, "fingerprint": self.fingerprint},
+            "not_run": [list(key) for key in self.not_run],
+            "results": [row.to_dict() for row in self.rows],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str) -> RunRecord:
+        _check_version(data, source)
+        for name, kind in (("run_id", str), ("environment", dict), ("results", list)):
+            if not isinstance(data.get(name), kind):
+                raise StorageError(f"{source}: not a run record: '{name}' is missing or not a {kind.__name__}")
+        if data.get("state", "running") not in RUN_STATES:
+            raise StorageError(f"{source}: unknown run state {data.get('state')!r}")
+        known = {"schema_version", "run_id", "state", "ended_at", "command", "environment", "not_run", "results"}
+        return cls(
+            run_id=data["run_id"],
+            environment=data["environment"],
+            command=data.get("command"),
+            rows=tuple(_rows(data["results"], source, run_id=data["run_id"])),
+            state=data.get("state", "running"),
+            ended_at=data.get("ended_at"),
+            not_run=tuple(tuple(key) for key in data.get("not_run") or ()),
+            extra={key: value for key, value in data.items() if key not in known},
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Summary:
+    """What a results folder, summary.json or run record holds: rows, and the runs they came from."""
+
+    source: str
+    environment: dict[str, Any]  # the latest run's
+    rows: tuple[CaseResult, ...]
+    runs: dict[str, dict[str, Any]]  # run id -> that run's environment
+
+    def environment_of(self, row: CaseResult) -> dict[str, Any]:
+        return self.runs.get(row.run_id or "", self.environment)
+
+    def __repr__(self) -> str:
+        counts: dict[str, int] = {}
+        for row in self.rows:
+            counts[row.status] = counts.get(row.status, 0) + 1
+        tally = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no rows"
+        return f"Summary({self.source}: {len(self.rows)} {'case' if len(self.rows) == 1 else 'cases'}, {tally})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "environment": self.environment,
+            "runs": self.runs,
+            "results": [row.to_dict() for row in sort_rows(self.rows)],
+        }
+
+
+def machine_fingerprint(environment: Mapping[str, Any]) -> str:
+    """A short hash of what makes figures comparable: the host, its processor and the device used."""
+    parts = [str(environment.get(name)) for name in ("host", "cpu", "cpu_count", "device_name", "platform")]
+    return hashlib.sha1("|".join(parts).encode()).hexdigest()[:10]
+
+
+def new_run_id(now: datetime.datetime | None = None) -> str:
+    """``20261130T031502.123456Z-1a2b``: sorts by start time; the suffix tells apart runs started together."""
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    return f"{now:%Y%m%dT%H%M%S.%f}Z-{uuid.uuid4().hex[:4]}"
+
+
+def sort_rows(rows: Iterable[CaseResult]) -> list[CaseResult]:
+    return sorted(rows, key=lambda r: (r.model.lower(), r.mode, r.device, r.variant != "eager", r.variant))
+
+
+# Writing --------------------------------------------------------------------------------------------
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so a reader sees the old file or the new one, never half of one.
+
+    The temporary file is removed on every failure path (a full disk included), and the error raised.
+    """
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        with open(partial, "w", encoding="utf-8") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+
+
+def dumps(document: Any) -> str:
+    """JSON without NaN or infinity: a figure that is not finite is written as null."""
+    return json.dumps(_finite(document), indent=2, allow_nan=False) + "\n"
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
+
+
+def write_record(out_dir: Path, record: RunRecord) -> Path:
+    path = out_dir / RUNS_DIR / f"{record.run_id}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, dumps(record.to_dict()))
+    return path
+
+
+# Reading --------------------------------------------------------------------------------------------
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except IsADirectoryError:
+        raise StorageError(f"{path}: is a folder, not a JSON file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise StorageError(f"{path}: cannot be read ({error})") from None
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise StorageError(f"{path}: not valid JSON ({error}); truncated or corrupt?") from None
+
+
+def _check_version(data: Any, source: str) -> None:
+    if not isinstance(data, dict):
+        raise StorageError(f"{source}: expected a JSON object, got {type(data).__name__}")
+    version = data.get("schema_version", 1)
+    if not isinstance(version, int) or version > SCHEMA_VERSION or version < 1:
+        raise StorageError(
+            f"{source}: schema_version {version!r} is not one this torchbenchmark reads (1 to {SCHEMA_VERSION}); "
+            "written by a newer version?"
+        )
+
+
+def _rows(items: Any, source: str, run_id: str | None = None) -> list[CaseResult]:
+    if not isinstance(items, list):
+        raise StorageError(f"{source}: 'results' is not a list")
+    rows = []
+    for index, item in enumerate(items):
+        try:
+            row = CaseResult.from_dict(item)
+        except InvalidRow as error:
+            raise StorageError(f"{source}: results[{index}]: {error}") from None
+        rows.append(row if row.run_id or run_id is None else dataclasses.replace(row, run_id=run_id))
+    return rows
+
+
+def read_record(path: Path) -> RunRecord:
+    return RunRecord.from_dict(_load_json(path), str(path))
+
+
+def read_records(out_dir: Path) -> list[RunRecord]:
+    """Every run record in ``out_dir``, oldest first; any unreadable one is an error naming it."""
+    folder = out_dir / RUNS_DIR
+    if not folder.is_dir():
+        return []
+    return sorted((read_record(path) for path in folder.glob("*.json")), key=lambda record: record.run_id)
+
+
+def latest_rows(records: Sequence[RunRecord]) -> list[CaseResult]:
+    """The view: the latest row of each case key; a case a run never started keeps its earlier row."""
+    latest: dict[tuple[str, ...], CaseResult] = {}
+    for record in records:
+        for row in record.rows:
+            latest[row.key] = row if row.run_id == record.run_id else dataclasses.replace(row, run_id=record.run_id)
+        for key in record.not_run:
+            if tuple(key) not in latest:  # nothing earlier to show: say it was never run
+                model, mode, device, variant = key
+                latest[tuple(key)] = CaseResult(
+                    model=model, mode=mode, device=device, variant=variant, status="interrupted",
+                    error=f"not started: {record.extra.get('interrupted_by') or 'the run was interrupted'}",
+                    run_id=record.run_id,
+                )  # fmt: skip
+    return sort_rows(latest.values())
+
+
+def summary_of_records(records: Sequence[RunRecord], source: str) -> Summary:
+    if not records:
+        raise StorageError(f"{source}: no run records")
+    runs = {record.run_id: {**record.environment, "fingerprint": record.fingerprint} for record in records}
+    return Summary(source, runs[records[-1].run_id], tuple(latest_rows(records)), runs)
+
+
+def legacy_record(path: Path) -> RunRecord | None:
+    """A summary.json written before run records, as one record, so its rows are carried, not lost.
+
+    None when there is no such file. A legacy summary that cannot be read is an error: it is the only
+    copy of its rows.
+    """
+    if not path.exists():
+        return None
+    data = _load_json(path)
+    _check_version(data, str(path))
+    if data.get("schema_version", 1) != 1:
+        return None  # a view of records: the records are the truth
+    if not isinstance(data.get("environment"), dict):
+        raise StorageError(f"{path}: not a summary: 'environment' is missing or not an object")
+    environment = data["environment"]
+    run_id = "00000000T000000.000000Z-" + hashlib.sha1(path.read_bytes()).hexdigest()[:4]  # sorts first
+    rows = _rows(data.get("results"), str(path), run_id=run_id)
+    return RunRecord(run_id, environment, environment.get("command"), tuple(rows), state="complete",
+                     extra={"imported_from": SUMMARY_JSON})  # fmt: skip
+
+
+def load_summary(path: str | Path) -> Summary:
+    """Rows from an output folder (its records), a summary.json, or one run record.
+
+    Raises StorageError naming the file and the problem when it cannot be read as any of these.
+    """
+    path = Path(path)
+    if path.is_dir():
+        records = read_records(path)
+        if records:
+            return summary_of_records(records, str(path))
+        if (path / SUMMARY_JSON).is_file():
+            return load_summary(path / SUMMARY_JSON)
+        raise StorageError(f"{path}: no run records ({RUNS_DIR}/*.json) and no {SUMMARY_JSON}: not an output folder")
+    if not path.exists():
+        raise StorageError(f"{path}: no such file or folder")
+    data = _load_json(path)
+    _check_version(data, str(path))
+    if "run_id" in data:
+        return summary_of_records([RunRecord.from_dict(data, str(path))], str(path))
+    if not isinstance(data.get("environment"), dict):
+        raise StorageError(f"{path}: neither a summary nor a run record: 'environment' is missing")
+    rows = _rows(data.get("results"), str(path))
+    runs = data.get("runs") if isinstance(data.get("runs"), dict) else {}
+    return Summary(str(path), data["environment"], tuple(rows), runs)
