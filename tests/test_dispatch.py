@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from tests.synthetic_models import FewLargeMatmuls, ManyTinyOps
 from torchbenchmark import dispatch
@@ -52,6 +55,33 @@ def test_calibration_is_the_mean_over_kinds_of_trivial_op_of_each_ones_median_ru
     runs_ns = [cost * 10 * 1e3 * factor for cost in per_call_us for factor in (1, 50, 1)]
     monkeypatch.setattr(dispatch, "time", ScriptedClock(runs_ns))
     assert dispatch.calibrate_per_op_overhead_us(torch.device("cpu"), calls=10, repeats=3) == pytest.approx(3.0)
+
+
+class Dispatched(TorchDispatchMode):
+    """Records each aten op's name, and the devices and sizes of its tensor arguments."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: Counter[str] = Counter()
+        self.devices: set[str] = set()
+        self.numels: set[int] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        self.ops[func.overloadpacket.__name__] += 1
+        for arg in args:
+            if isinstance(arg, torch.Tensor):
+                self.devices.add(arg.device.type)
+                self.numels.add(arg.numel())
+        return func(*args, **(kwargs or {}))
+
+
+def test_calibration_times_four_kinds_of_real_one_element_op_on_the_device() -> None:
+    # On the meta device ops dispatch but compute nothing: what is counted is what was called.
+    with Dispatched() as seen:
+        dispatch.calibrate_per_op_overhead_us(torch.device("meta"), calls=10, repeats=2)
+    warm, timed = 100, 2 * 10
+    assert seen.ops == {"ones": 2, "add": warm + timed, "mul": warm + timed, "relu": warm + timed, "sum": warm + timed}
+    assert seen.devices == {"meta"} and seen.numels == {1}
 
 
 def test_calibration_on_the_real_clock_gives_a_positive_price() -> None:
