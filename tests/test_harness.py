@@ -218,6 +218,7 @@ def test_characterise_on_a_paced_model(clock: FakeClock) -> None:
     assert (result.warmup_steps, result.steady) == (7, True)
     assert result.steps.times_ms == (10.0,) * 20
     assert (result.windows, result.window_diff_pct, result.windows_agree) == (2, 0.0, True)
+    assert result.window_medians_ms == (10.0, 10.0)
     assert result.edge_ms == pytest.approx(2.0)
     assert result.edge_distortion_pct == pytest.approx(20.0)
     assert result.warmup_s == pytest.approx(0.012 + 0.032 + 0.032)
@@ -231,6 +232,7 @@ def test_characterise_flags_windows_that_never_agree_and_keeps_the_closest(clock
     assert model.calls == [1, 3, 3, 11, 11, 11, 1]
     assert result.steps.times_ms == (10.0,) * 10 + (12.0,) * 10
     assert (result.windows, result.windows_agree) == (3, False)
+    assert result.window_medians_ms == (10.0, 20.0, 12.0)  # every window taken, the odd one too
     assert result.window_diff_pct == pytest.approx(20.0)
 
 
