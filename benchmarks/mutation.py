@@ -1,7 +1,7 @@
 """Mutation testing of the core modules with mutmut: how many planted bugs the unit tests catch.
 
     pip install -r requirements-dev.txt
-    python benchmarks/mutation.py [stats harness dispatch trace_analysis checks summary] [--max-children 2]
+    python benchmarks/mutation.py [stats harness spec dispatch trace_analysis checks summary] [--max-children 2]
 
 Each module is mutated in a scratch copy of the tracked tree and its mutants run only against the test
 files mapped to it in ``TESTS`` (mutmut further narrows each mutant to the tests that reach its function),
@@ -14,6 +14,7 @@ leaves them out. Not part of CI's run: it takes minutes, and mutmut is a develop
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import os
 import re
 import shutil
@@ -35,7 +36,12 @@ TESTS: dict[str, tuple[str, ...]] = {
     "trace_analysis": ("tests/test_trace_analysis.py",),
     "checks": ("tests/test_checks.py",),
     "summary": ("tests/test_summary.py",),
+    "spec": ("tests/test_harness.py",),
 }
+
+# Modules of which only some functions hold figures or rules: mutmut names (fnmatch patterns) to mutate.
+# spec.py declares a case's options; only its Budget decides step counts (the rest is plumbing).
+ONLY: dict[str, str] = {"spec": "torchbenchmark.spec.xǁBudgetǁ*"}
 
 # Mutants that survive because no input can tell them from the original, each with the reason.
 # Keyed by mutmut's mutant name; a name that no longer exists is reported so the list stays true.
@@ -70,15 +76,19 @@ def run_module(module: str, max_children: int) -> dict[str, str]:
         scratch_copy(module, TESTS[module], work)
         env = {**os.environ, "PYTHONPATH": str(work), "KINETO_LOG_LEVEL": "5", "HF_HUB_OFFLINE": "1"}
         mutmut = [sys.executable, "-m", "mutmut"]
-        subprocess.run([*mutmut, "run", "--max-children", str(max_children)], cwd=work, env=env, check=False,
+        names = [ONLY[module]] if module in ONLY else []
+        subprocess.run([*mutmut, "run", "--max-children", str(max_children), *names], cwd=work, env=env, check=False,
                        stdout=subprocess.DEVNULL)  # fmt: skip
         listing = subprocess.run([*mutmut, "results", "--all", "true"], cwd=work, env=env, capture_output=True,
                                  text=True, check=True).stdout  # fmt: skip
         statuses = dict(re.findall(r"^\s*(\S+): (.+?)\s*$", listing, re.M))
+        if module in ONLY:
+            statuses = {name: status for name, status in statuses.items() if fnmatch.fnmatch(name, ONLY[module])}
         for name, status in statuses.items():
             if status not in KILLED and name not in EQUIVALENT:
-                diff = subprocess.run([*mutmut, "show", name], cwd=work, env=env, capture_output=True, text=True)
-                print(f"--- survived ({status}): {name}\n{diff.stdout.strip()}\n", flush=True)
+                diff = subprocess.run([*mutmut, "show", name], cwd=work, env=env, capture_output=True, text=True).stdout
+                changed = [line for line in diff.splitlines() if line[:1] in "-+" and line[:3] not in ("---", "+++")]
+                print(f"{status}: {name}", *changed, sep="\n    ", flush=True)
         return statuses
 
 

@@ -96,6 +96,12 @@ def test_siblings_that_touch_are_not_nested() -> None:
     assert summarize_events(events).calls_per_step == 2
 
 
+def test_ops_of_another_process_never_nest() -> None:
+    events = [_op("ProfilerStep#1", 0, 100, cat="user_annotation"), _op("a", 10, 20), {**_op("b", 15, 5), "pid": 2}]
+    assert self_us(events) == {"a": 20, "b": 5}
+    assert summarize_events(events).calls_per_step == 2
+
+
 def test_a_parent_and_child_with_the_same_start_nest_by_length() -> None:
     # Listed child first: the longer event is the parent whatever the order in the file.
     events = [_op("ProfilerStep#1", 0, 100, cat="user_annotation"), _op("child", 10, 4), _op("parent", 10, 10)]
@@ -176,5 +182,5 @@ def test_plain_json_traces_load_too(tmp_path: Path) -> None:
 
 
 def test_a_trace_without_profiler_steps_is_refused() -> None:
-    with pytest.raises(ValueError, match="no ProfilerStep"):
+    with pytest.raises(ValueError, match=r"^the trace holds no ProfilerStep events: was the profiler stepped\?$"):
         summarize_events([_op("aten::add", 0, 1)])
