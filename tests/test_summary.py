@@ -136,3 +136,44 @@ def test_non_finite_figures_nested_anywhere_become_null() -> None:
     document = json.loads(render_json([row], {"peaks": [float("-inf"), 2.0]}))
     assert document["results"][0]["phases_pct"] == {"forward": None, "backward": 1.5, "optimizer": 0.0}
     assert document["environment"] == {"peaks": [None, 2.0]}
+
+
+MACHINE = {"host": "h", "cpu": "c", "cpu_count": 2, "device_name": "Test CPU", "platform": "p", "torch": "2.14.1", "threads": 2}
+
+
+def test_rows_carried_from_earlier_runs_say_which_and_star_another_machine_or_torch() -> None:
+    runs = {
+        "now": {**MACHINE, "started_at": "2026-01-03T10:00:00+00:00"},
+        "same": {**MACHINE, "started_at": "2026-01-02T09:30:00+00:00"},
+        "older-torch": {**MACHINE, "torch": "2.13.0", "started_at": "2026-01-01T08:15:00+00:00"},
+        "other-host": {**MACHINE, "host": "g", "started_at": "2026-01-01T07:00:00+00:00"},
+    }
+    rows = (
+        ok_row("a", run_id="now"), ok_row("b", run_id="same"), ok_row("c", run_id="older-torch"),
+        ok_row("d", run_id="other-host"), CaseResult(model="e", mode="eval", device="cpu", status="failed", error="x", run_id="same"),
+    )  # fmt: skip
+    text = render_text(Summary("", runs["now"], rows, runs), run_id="now")
+    lines = text.splitlines()
+    assert lines[1] == "torch 2.14.1 on Test CPU, 2 threads; this run: 1 case (1 ok)"
+    assert lines[2] == (
+        "carried from earlier runs: 4 cases (1 failed, 3 ok); their run is in the 'run' column, "
+        "* when from another machine or torch version"
+    )
+    table = "\n".join(lines[4 : 4 + 2 + len(rows)])
+    assert table.splitlines()[0].split()[-2:] == ["run", "note"]  # the run column comes just before the note
+    assert cells(table, "run") == ["this", "2026-01-02 09:30", "2026-01-01 08:15*", "2026-01-01 07:00*", "2026-01-02 09:30"]
+    # Without a run id every row is this run's, and there is no run column.
+    plain = render_text(Summary("", runs["now"], rows[:1], runs))
+    assert "carried" not in plain and "this run: 1 case (1 ok)" in plain and " run " not in plain.splitlines()[3]
+
+
+def test_a_variant_column_appears_after_the_device_only_when_a_row_is_not_eager() -> None:
+    assert "variant" not in render_table([ok_row()]).splitlines()[0]
+    table = render_table([ok_row(), ok_row(variant="inductor")])
+    assert table.splitlines()[0].split()[:5] == ["model", "mode", "device", "variant", "batch"]
+    assert cells(table, "variant") == ["eager", "inductor"]
+
+
+@pytest.mark.parametrize(("median_ms", "shown"), [(0.0, "0"), (0.0001, "0.0001"), (0.00005, "0.00005"), (0.0000012, "0.000001")])
+def test_step_times_under_a_tenth_of_a_microsecond_keep_their_digits(median_ms: float, shown: str) -> None:
+    assert cells(render_table([ok_row(median_ms=median_ms)]), "ms/step") == [shown]
