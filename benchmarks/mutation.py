@@ -35,7 +35,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     "dispatch": ("tests/test_dispatch.py", "-k", "not many_tiny_ops and not few_large_matmuls"),
     "trace_analysis": ("tests/test_trace_analysis.py",),
     "checks": ("tests/test_checks.py",),
-    "summary": ("tests/test_summary.py",),
+    "summary": ("tests/test_summary.py", "tests/test_compare.py", "-k", "not end_to_end"),  # compare's tables too
     "spec": ("tests/test_harness.py",),
 }
 
