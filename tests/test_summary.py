@@ -54,6 +54,7 @@ def test_table_matches_golden() -> None:
 def test_json_has_the_pinned_fields_and_round_trips() -> None:
     document = json.loads(render_json(ROWS, ENVIRONMENT))
     assert document["environment"] == ENVIRONMENT
+    assert document["runs"] == {}
     row = next(r for r in document["results"] if r["model"] == "resnet50")
     assert row["step_time_ms"] == {"median": 812.345, "iqr": 12.5, "min": 799.0, "n": 5}
     assert row["profiler_distortion_pct"] == {"light": 1.234, "detailed": 48.7}
