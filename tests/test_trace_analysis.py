@@ -153,6 +153,8 @@ def test_top_ops_are_ranked_by_self_time_and_cut_at_top() -> None:
     assert [(op.name, op.calls_per_step, op.pct_of_step) for op in summary.top_ops] == [("large", 1, 30.0), ("mid", 1, 5.0)]
     assert [op.name for op in summarize_events(events).top_ops] == ["large", "mid", "small"]
     assert summarize_events(events).top_ops[2].calls_per_step == 2
+    many = [_op("ProfilerStep#1", 0, 100, cat="user_annotation")] + [_op(f"op{i}", i, 1) for i in range(12)]
+    assert len(summarize_events(many).top_ops) == 10  # ten by default
 
 
 def test_a_step_with_no_ops_has_no_median_op() -> None:
