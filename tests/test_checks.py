@@ -27,7 +27,11 @@ def test_good_model_passes_every_check(mode: str) -> None:
         (tm.SkipsWorkOnEvenSteps, "eval", r"^eval steps dispatched unequal work: ops per step \[\d+, 2, 8\]$"),
         (tm.EvalTrains, "eval", r"^eval ran backward ops: \['aten::threshold_backward'\]$"),
         (tm.EvalMutates, "eval", r"^eval changed \['0.weight'\]$"),
+        # The first three of the six buffers it changed.
         (tm.BatchNormLeftInTrainMode, "eval", r"^eval changed \['1.running_mean', '1.running_var', '1.num_batches_tracked'\]$"),
+        (tm.EvalTrainsDeep, "eval", r"^eval ran backward ops: \['aten::elu_backward', 'aten::gelu_backward', "
+         r"'aten::hardtanh_backward', 'aten::sigmoid_backward', 'aten::softplus_backward'\]$"),
+        (tm.FrozenTrainWithBatchNorm, "train", "^train did not change any parameter$"),
         (tm.NoOutputKept, "eval", "^eval left no output tensors in model.last_output$"),
         (tm.NanOutput, "eval", "^eval output is not finite$"),
         (tm.PhasesInEval, "eval", r"^eval\(niter=2\) recorded phases \{'forward': 2, 'backward': 2, 'optimizer': 0\}, expected"),
@@ -47,6 +51,43 @@ def test_gradients_may_accumulate_within_a_step_but_not_across_steps() -> None:
     checks.check_model(tm.TwoLossesPerStep(), "train")
     with pytest.raises(ContractViolation, match=r"^gradients accumulated across steps: 2.bias \(step 2\) held a gradient from the step before$"):
         checks.check_gradients_zeroed(tm.NeverZeroesGrad())
+
+
+@pytest.mark.parametrize(
+    ("model_cls", "message"),
+    [
+        (tm.ForgetsZeroGradOnce, r"^gradients accumulated across steps: 2.bias \(step 3\) held"),  # counted per step
+        (tm.OneParameterAccumulates, r"^gradients accumulated across steps: 0.weight \(step 2\) held"),  # every one
+    ],
+)
+def test_stale_gradients_are_found_in_the_step_and_parameter_they_are(model_cls: type, message: str) -> None:
+    with pytest.raises(ContractViolation, match=message):
+        checks.check_gradients_zeroed(model_cls())
+
+
+def test_sparse_gradients_that_accumulate_are_found() -> None:
+    with pytest.raises(ContractViolation, match=r"^gradients accumulated across steps: weight \(step 2\)"):
+        checks.check_gradients_zeroed(tm.SparseGradientsAccumulate())
+
+
+def test_each_check_runs_its_documented_number_of_steps() -> None:
+    for check, mode, steps in [
+        (checks.check_step_fn_calls, "train", 3), (checks.check_every_step_does_the_work, "eval", 3),
+        (checks.check_eval_runs_no_backward, "eval", 2), (checks.check_train_updates_and_is_finite, "train", 2),
+        (checks.check_eval_is_pure_and_finite, "eval", 2), (checks.check_gradients_zeroed, "train", 3),
+        (checks.check_annotations, "train", 2),
+    ]:  # fmt: skip
+        model = tm.CountsSteps()
+        check(model) if check.__code__.co_varnames[1] == "niter" else check(model, mode)
+        assert model.steps[mode] == steps, check.__name__
+    model = tm.CountsSteps()
+    checks.check_eval_runs_no_backward(model, niter=5)
+    checks.check_annotations(model, "train", niter=4)
+    assert model.steps == {"train": 4, "eval": 5}
+
+
+def test_ops_per_step_counts_from_the_first_op() -> None:
+    assert checks.ops_per_step(tm.OneAddPerStep(), "eval") == ([1, 1, 1], set())
 
 
 def test_inputs_left_off_the_device_fail() -> None:
