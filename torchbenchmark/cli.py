@@ -20,7 +20,7 @@ from tabulate import tabulate
 
 from torchbenchmark.compare import DEFAULT_THRESHOLD_PCT
 from torchbenchmark.contract import MODES
-from torchbenchmark.spec import Budget
+from torchbenchmark.spec import COMPILE_MODES, DEFAULT_BACKEND, Budget, Compile
 from torchbenchmark.registry import (
     ModelUnavailableError,
     UnknownModelError,
@@ -111,6 +111,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="run each case in this many processes, in rounds over all cases (default: 1); "
         "compare treats processes as its samples, so 3 makes the regression gate far more sensitive",
     )  # fmt: skip
+    parser.add_argument("--compile", action="store_true",
+                        help="also run each case with the model's module under torch.compile, beside the eager case")  # fmt: skip
+    parser.add_argument("--backend", default=DEFAULT_BACKEND, help=f"with --compile: a torch.compile backend (default: {DEFAULT_BACKEND})")
+    parser.add_argument("--compile-mode", default="default", choices=COMPILE_MODES, help="with --compile: the inductor mode (default: default)")
     parser.add_argument("--baseline", metavar="BASE", help="after the sweep, compare it against BASE (see 'compare --help')")
     parser.add_argument("--threshold", type=_percent, default=DEFAULT_THRESHOLD_PCT,
                         help=f"with --baseline: the smallest change in %% called faster or slower (default: {DEFAULT_THRESHOLD_PCT:g})")
@@ -284,6 +288,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_out_dir(out_dir)
         if args.baseline:
             _check_baseline(args.baseline)
+        if (args.backend != DEFAULT_BACKEND or args.compile_mode != "default") and not args.compile:
+            raise UsageError("--backend and --compile-mode go with --compile")
+        if args.compile:
+            _check_backend(args.backend)
         return _sweep(args, models, modes, device, out_dir, argv)
     except UsageError as error:
         print(f"diagnostics.py: error: {error}", file=sys.stderr)
@@ -298,6 +306,15 @@ def _check_baseline(path: str) -> None:
         load_summary(path)
     except StorageError as error:
         raise UsageError(f"--baseline: {error}") from None
+
+
+def _check_backend(backend: str) -> None:
+    from torchbenchmark.variants import check_backend
+
+    try:
+        check_backend(backend)
+    except ValueError as error:
+        raise UsageError(f"--backend: {error}") from None
 
 
 def _sweep(args: argparse.Namespace, models: list[str], modes: list[str], device: str, out_dir: Path, argv: list[str]) -> int:
@@ -315,6 +332,7 @@ def _sweep(args: argparse.Namespace, models: list[str], modes: list[str], device
         command=shlex.join(["diagnostics.py", *argv]),
         progress=not args.no_progress,
         repeat=args.repeat,
+        compile=Compile(args.backend, args.compile_mode) if args.compile else None,
     )
 
     def stop(signum: int, _frame: object) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import statistics
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -12,13 +13,13 @@ from typing import Any
 import torch
 from tabulate import tabulate
 
-from torchbenchmark import dispatch
+from torchbenchmark import dispatch, variants
 from torchbenchmark.contract import ModelMeta
-from torchbenchmark.harness import Characterisation, characterise
+from torchbenchmark.harness import Characterisation, characterise, device_sync
 from torchbenchmark.profiling import KINDS, ProfileRun, run_profile, trace_name
 from torchbenchmark.registry import ModelUnavailableError, meta_of, model_class
-from torchbenchmark.results import CaseResult, Dispatch, Samples, StepTime
-from torchbenchmark.spec import Budget, CaseSpec
+from torchbenchmark.results import CaseResult, CompileReport, Dispatch, Samples, StepTime
+from torchbenchmark.spec import Budget, CaseSpec, Compile
 from torchbenchmark.stats import relative_change_pct
 from torchbenchmark.storage import write_atomic
 from torchbenchmark.trace_analysis import TraceSummary, summarize_trace
@@ -38,13 +39,15 @@ def collect_diagnostics(
     detailed: bool = True,
     config: Mapping[str, Any] | None = None,
     top: int = 10,
+    compile: Compile | None = None,
     spec: CaseSpec | None = None,
 ) -> CaseResult:
     """Diagnose ``model`` (a registered name, a plug-in spec or a model class) in ``mode`` on ``device``.
 
     Writes the case's traces and top-ops table under ``out_dir/<model>/`` and returns its result. A
     failure becomes the result's status and one-line error (the traceback goes to the log), never an
-    exception: one bad model must not cost a sweep its other rows. ``spec`` gives every option at once
+    exception: one bad model must not cost a sweep its other rows. ``compile`` diagnoses the model's
+    module under ``torch.compile`` (a row with ``compile`` and ``speedup_vs_eager``). ``spec`` gives every option at once
     (its ``model`` is used unless ``model`` is a class); the keyword arguments build one otherwise.
 
     A sweep runs each case in a fresh process set up by ``torchbenchmark.steady.steady_process``; call
@@ -54,7 +57,7 @@ def collect_diagnostics(
     if spec is None:
         name = model if isinstance(model, str) else f"{getattr(model, '__module__', '?')}:{getattr(model, '__qualname__', model)}"
         spec = CaseSpec(model=name, mode=mode, device=str(device), batch_size=batch_size,
-                        budget=budget or Budget(), detailed=detailed, top_ops=top)  # fmt: skip
+                        budget=budget or Budget(), detailed=detailed, top_ops=top, compile=compile)  # fmt: skip
     return diagnose(spec, Path(out_dir), cls=cls, config=config)
 
 
@@ -84,6 +87,11 @@ def diagnose(spec: CaseSpec, out_dir: Path, cls: type | None = None, config: Map
 
 def describe_failure(error: BaseException, mode: str) -> tuple[str, str]:
     """The status and one-line reason for an exception raised by a case."""
+    if isinstance(error, variants.NotApplicable):
+        return "skipped", f"not applicable: {_first_line(error)}"
+    inner = getattr(error, "inner_exception", None)  # torch.compile's BackendCompilerFailed wraps the cause
+    if isinstance(inner, BaseException):
+        return "failed", f"compile failed: {_one_line(inner)}"[:300]
     if isinstance(error, NotImplementedError):
         return "skipped", f"{mode} not supported: {_first_line(error) or 'NotImplementedError'}"
     if isinstance(error, (ModelUnavailableError, ModuleNotFoundError)):
@@ -125,6 +133,7 @@ class Measured:
     characterisation: Characterisation
     per_op_overhead_us: float | None
     profiles: dict[str, ProfileRun] | None
+    compile: CompileReport | None = None  # a compiled variant: its cost and its speedup over eager
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,30 +157,38 @@ def measure(
     model = cls(device=str(device), batch_size=spec.batch_size, **dict(config or {}))
     row["batch_size"] = _batch_size(model, meta, spec.mode, device)
     lap("build")
+    report = None
+    if spec.compile is not None:  # the compiled module goes in place; the eager one is kept to compare
+        eager, compiled, report = variants.compile_and_measure_first_step(model, spec.mode, spec.compile, device_sync(device))
+        lap("compile")
 
     measured = characterise(model, spec.mode, spec.budget, device)
     timings["warmup"] = round(measured.warmup_s, 3)
     lap("characterise")
     timings["characterise"] = round(timings["characterise"] - timings["warmup"], 3)
+    if report is not None:
+        rounds = variants.interleaved_speedup(model, spec.mode, eager, compiled, measured.steps.median_ms, device_sync(device))
+        report = dataclasses.replace(report, speedup_rounds=rounds)
+        lap("speedup")
     if not spec.profiles:
-        return Measured(measured, per_op_us, None)
+        return Measured(measured, per_op_us, None, report)
 
     case_dir = out_dir / meta.name
     profiles = {}
     for kind in KINDS if spec.detailed else ("light",):
         active = spec.budget.profiled_steps(kind, measured.steps.median_ms)
-        path = case_dir / trace_name(spec.mode, device, kind)
+        path = case_dir / trace_name(spec.mode, device, kind, spec.variant)
         profiles[kind] = run_profile(model, spec.mode, device, kind, active, path)
         lap(kind)
     timings["export"] = round(sum(p.export_s for p in profiles.values()), 3)
-    return Measured(measured, per_op_us, profiles)
+    return Measured(measured, per_op_us, profiles, report)
 
 
 def analyse(spec: CaseSpec, measured: Measured, case_dir: Path, row: dict[str, Any]) -> Analysed:
     """Read the light trace, estimate the overhead share against the unprofiled median step time."""
     assert measured.profiles is not None and measured.per_op_overhead_us is not None
     light = summarize_trace(measured.profiles["light"].trace_path, top=spec.top_ops)
-    _write_top_ops(case_dir / f"{spec.mode}-{torch.device(spec.device).type}.top_ops.txt", light, row)
+    _write_top_ops(case_dir / f"{spec.file_stem}.top_ops.txt", light, row)
     median_ms = measured.characterisation.steps.median_ms
     fraction = dispatch.overhead_fraction(light.ops_per_step, measured.per_op_overhead_us, median_ms)
     if light.gpu_busy_fraction is not None:  # measured, not estimated: an idle GPU waits on the CPU
@@ -215,7 +232,9 @@ def assemble(
         windows=steps.windows,
         window_diff_pct=steps.window_diff_pct,
         windows_agree=steps.windows_agree,
-        samples=Samples((steps.steps.median_ms,), steps.window_medians_ms),
+        samples=Samples((steps.steps.median_ms,), (steps.window_medians_ms,)),
+        compile=measured.compile,
+        speedup_vs_eager=statistics.median(measured.compile.speedup_rounds) if measured.compile else None,
         timings_s=timings,
         **figures,
     )

@@ -39,9 +39,9 @@ class ProfileRun:
     export_s: float
 
 
-def trace_name(mode: str, device: torch.device, kind: str) -> str:
-    """``<mode>-<device>.pt.trace.json.gz``, or ``...-detailed...`` for the detailed profile."""
-    suffix = "" if kind == "light" else f"-{kind}"
+def trace_name(mode: str, device: torch.device, kind: str, variant: str = "eager") -> str:
+    """``<mode>-<device>[-<variant>].pt.trace.json.gz``, or ``...-detailed...`` for the detailed profile."""
+    suffix = ("" if variant == "eager" else f"-{variant}") + ("" if kind == "light" else f"-{kind}")
     return f"{mode}-{device.type}{suffix}.pt.trace.json.gz"
 
 

@@ -72,14 +72,45 @@ class Samples:
     """
 
     process_medians_ms: tuple[float, ...] = ()
-    window_medians_ms: tuple[float, ...] = ()
+    window_medians_ms: tuple[tuple[float, ...], ...] = ()  # per process, its windows in the order taken
 
     def to_dict(self) -> dict[str, Any]:
-        return {"process_medians_ms": list(self.process_medians_ms), "window_medians_ms": list(self.window_medians_ms)}
+        return {"process_medians_ms": list(self.process_medians_ms),
+                "window_medians_ms": [list(windows) for windows in self.window_medians_ms]}  # fmt: skip
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Samples:
-        return cls(tuple(data.get("process_medians_ms") or ()), tuple(data.get("window_medians_ms") or ()))
+        windows = tuple(tuple(group) for group in data.get("window_medians_ms") or ())
+        return cls(tuple(data.get("process_medians_ms") or ()), windows)
+
+
+@dataclasses.dataclass(frozen=True)
+class GraphBreak:
+    reason: str  # dynamo's one-line reason
+    where: str  # file:line in the user's code
+    count: int  # times it was hit while compiling
+
+
+@dataclasses.dataclass(frozen=True)
+class CompileReport:
+    """What compiling cost and what dynamo made of the module. ``speedup_rounds``: each window pair's ratio."""
+
+    backend: str
+    mode: str
+    compile_time_s: float
+    graphs: int
+    graph_breaks: int
+    break_reasons: tuple[GraphBreak, ...]
+    recompiles: int
+    speedup_rounds: tuple[float, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CompileReport:
+        reasons = tuple(GraphBreak(**item) for item in data.get("break_reasons") or ())
+        return cls(**{**data, "break_reasons": reasons, "speedup_rounds": tuple(data.get("speedup_rounds") or ())})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,6 +142,8 @@ class CaseResult:
     windows_agree: bool | None = None  # False: no two windows agreed, the machine was too noisy to trust
     timings_s: dict[str, float] = dataclasses.field(default_factory=dict)  # where the case's wall time went
     samples: Samples = Samples()
+    compile: CompileReport | None = None  # a compiled variant's row: what compiling cost and made
+    speedup_vs_eager: float | None = None  # eager over compiled step time, measured in the same process
     run_id: str | None = None  # the run record this row came from
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)  # fields this version does not know: kept
 
@@ -125,7 +158,7 @@ class CaseResult:
 
     def headline(self) -> str:
         """One readable line: the case, then its figures or why it has none."""
-        head = f"{self.model} {self.mode} {self.device}"
+        head = f"{self.model} {self.mode} {self.device}" + ("" if self.variant == "eager" else f" {self.variant}")
         if self.batch_size is not None:
             head += f" bs={self.batch_size}"
         if self.status != "ok" or self.step_time is None:
@@ -133,6 +166,8 @@ class CaseResult:
         figures = f"{self.step_time.median_ms:.4g} ms/step (IQR {self.step_time.iqr_ms:.2g})"
         if self.dispatch is not None:
             figures += f", {self.dispatch.verdict} (overhead {self.dispatch.overhead_fraction:.0%})"
+        if self.speedup_vs_eager is not None:
+            figures += f", {self.speedup_vs_eager:.2f}x eager"
         return f"{head}: {figures}"
 
     def __repr__(self) -> str:
@@ -163,6 +198,8 @@ class CaseResult:
             "measurement": {"windows": self.windows, "diff_pct": self.window_diff_pct, "agree": self.windows_agree},
             "timings_s": dict(self.timings_s),
             "samples": self.samples.to_dict(),
+            "compile": self.compile.to_dict() if self.compile else None,
+            "speedup_vs_eager": self.speedup_vs_eager,
         }
 
     @classmethod
@@ -212,6 +249,8 @@ class CaseResult:
             timings_s=dict(data.get("timings_s") or {}),
             samples=Samples.from_dict(data.get("samples") or {}),
             variant=data.get("variant") or "eager",
+            compile=CompileReport.from_dict(data["compile"]) if data.get("compile") else None,
+            speedup_vs_eager=data.get("speedup_vs_eager"),
             run_id=data.get("run_id"),
             extra={key: value for key, value in data.items() if key not in _KNOWN_KEYS},
         )

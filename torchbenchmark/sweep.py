@@ -29,7 +29,7 @@ from torchbenchmark import storage
 from torchbenchmark.environment import collect_environment
 from torchbenchmark.registry import meta_of, model_class
 from torchbenchmark.results import CaseResult, Samples, StepTime
-from torchbenchmark.spec import Budget, CaseSpec
+from torchbenchmark.spec import Budget, CaseSpec, Compile
 from torchbenchmark.summary import render_summary_json, render_text
 
 LOCK_NAME = ".torchbenchmark.lock"
@@ -62,15 +62,20 @@ class SweepOptions:
     command: str | None = None  # recorded in the run record's environment
     progress: bool = True
     repeat: int = 1  # processes per case, interleaved across cases: the samples a comparison uses
+    compile: Compile | None = None  # also run each case with its module compiled so
 
     def __post_init__(self) -> None:
         if self.repeat < 1:
             raise ValueError(f"repeat must be at least 1, got {self.repeat}")
 
-    def spec(self, model: str, mode: str, repeat: int = 0) -> CaseSpec:
+    @property
+    def variants(self) -> tuple[Compile | None, ...]:
+        return (None,) if self.compile is None else (None, self.compile)
+
+    def spec(self, model: str, mode: str, compile: Compile | None = None, repeat: int = 0) -> CaseSpec:
         return CaseSpec(
             model=model, mode=mode, device=self.device, batch_size=self.batch_size, budget=self.budget,
-            threads=self.threads, detailed=self.detailed, timeout_s=self.timeout_s, repeat=repeat,
+            threads=self.threads, detailed=self.detailed, timeout_s=self.timeout_s, repeat=repeat, compile=compile,
         )  # fmt: skip
 
 
@@ -107,7 +112,8 @@ def run_sweep(models: Sequence[str], modes: Sequence[str], options: SweepOptions
     """
     out_dir = Path(options.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    cases = [(spec, model_name(spec), mode) for spec in models for mode in modes]
+    cases = [options.spec(model, mode, variant) for model in models for mode in modes for variant in options.variants]
+    names = {model: model_name(model) for model in models}
     with _locked(out_dir):
         earlier = storage.read_records(out_dir)  # strict: an unreadable record stops us before any write
         legacy = storage.legacy_record(out_dir / storage.SUMMARY_JSON) if not earlier else None
@@ -116,7 +122,7 @@ def run_sweep(models: Sequence[str], modes: Sequence[str], options: SweepOptions
             earlier = [legacy]
         environment = collect_environment(options.device, options.threads, options.command)
         record = storage.RunRecord(storage.new_run_id(), environment, options.command)
-        done: dict[tuple[str, str], CaseResult] = {}  # (name, mode) -> this run's row
+        done: dict[tuple[str, str, str], CaseResult] = {}  # (name, mode, variant) -> this run's row
         progress = _Progress(len(cases) * options.repeat, enabled=options.progress)
 
         def save(state: str = "running", not_run: tuple[tuple[str, ...], ...] = (), **extra: Any) -> None:
@@ -133,19 +139,24 @@ def run_sweep(models: Sequence[str], modes: Sequence[str], options: SweepOptions
         save()
         try:
             for repeat in range(options.repeat):
-                for model, name, mode in cases:
-                    progress.start(f"{name} {mode}")
-                    result = _run_case(options.spec(model, mode, repeat), name, out_dir)
-                    done[(name, mode)] = combine_repeats(done[(name, mode)], result) if repeat else result
+                for case in cases:
+                    key = (names[case.model], case.mode, case.variant)
+                    progress.start(" ".join(key))
+                    result = _run_case(case.replace(repeat=repeat), key[0], out_dir)
+                    done[key] = combine_repeats(done[key], result) if repeat else result
                     save()
-                    progress.finish(done[(name, mode)].headline() if repeat == options.repeat - 1 else result.headline())
+                    progress.finish(done[key].headline() if repeat == options.repeat - 1 else result.headline())
         except KeyboardInterrupt as stop:
             signum = stop.signum if isinstance(stop, Interrupted) else signal.SIGINT
             reason = f"interrupted by {signal.Signals(signum).name}"
             if len(done) < len(cases) and options.repeat == 1:  # the case that was running
-                model, name, mode = cases[len(done)]
-                done[(name, mode)] = CaseResult(model=name, mode=mode, device=_device_type(options), status="interrupted", error=reason)
-            not_run = tuple((name, mode, _device_type(options), "eager") for _, name, mode in cases if (name, mode) not in done)
+                case = cases[len(done)]
+                done[(names[case.model], case.mode, case.variant)] = CaseResult(
+                    model=names[case.model], mode=case.mode, device=case.device_type, variant=case.variant,
+                    status="interrupted", error=reason,
+                )  # fmt: skip
+            not_run = tuple((names[c.model], c.mode, c.device_type, c.variant) for c in cases
+                            if (names[c.model], c.mode, c.variant) not in done)  # fmt: skip
             save("interrupted", not_run, interrupted_by=reason)
             return SweepOutcome(tuple(done.values()), interrupted_by=int(signum), run_id=record.run_id,
                                 record=out_dir / storage.RUNS_DIR / f"{record.run_id}.json")  # fmt: skip
@@ -229,10 +240,6 @@ def _locked(out_dir: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _device_type(options: SweepOptions) -> str:
-    return options.device.split(":")[0]
-
-
 def _worker_environment() -> dict[str, str]:
     env = dict(os.environ)
     env.update(PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", KINETO_LOG_LEVEL="5")
@@ -248,11 +255,12 @@ def _run_case(spec: CaseSpec, name: str, out_dir: Path) -> CaseResult:
         case_dir.mkdir(parents=True, exist_ok=True)
     except OSError as error:  # e.g. a file of the user's where the model's folder would go: left alone
         return CaseResult(model=name, mode=mode, device=device, status="failed", error=f"cannot write its outputs: {error}")
-    log_path = case_dir / f"{mode}-{device}.log" if spec.profiles else case_dir / f"{mode}-{device}.repeat{spec.repeat}.log"
+    stem = spec.file_stem
+    log_path = case_dir / (f"{stem}.log" if spec.profiles else f"{stem}.repeat{spec.repeat}.log")
     partial_log = case_dir / f".{log_path.name}.{os.getpid()}.partial"
-    result_path = case_dir / f".{mode}-{device}.result.{os.getpid()}.json"
+    result_path = case_dir / f".{stem}.result.{os.getpid()}.json"
     request = {"spec": spec.to_json(), "out_dir": str(out_dir), "result_path": str(result_path), "spawned_at": time.time()}
-    base = {"model": name, "mode": mode, "device": device, "log": log_path.relative_to(out_dir).as_posix()}
+    base = {"model": name, "mode": mode, "device": device, "variant": spec.variant, "log": log_path.relative_to(out_dir).as_posix()}
     started = time.perf_counter()
 
     def ended(status: str, reason: str) -> CaseResult:
