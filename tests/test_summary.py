@@ -163,6 +163,14 @@ def test_rows_carried_from_earlier_runs_say_which_and_star_another_machine_or_to
     table = "\n".join(lines[4 : 4 + 2 + len(rows)])
     assert table.splitlines()[0].split()[-2:] == ["run", "note"]  # the run column comes just before the note
     assert cells(table, "run") == ["this", "2026-01-02 09:30", "2026-01-01 08:15*", "2026-01-01 07:00*", "2026-01-02 09:30"]
+    start = table.splitlines()[0].index("run")
+    assert table.splitlines()[2][start:].startswith("this")  # left-aligned
+    assert text.endswith("between mixed (see README).\n")
+    # A carried run with no start time is named by its id, and a row from no known run by "?".
+    unnamed = {"now": runs["now"], "20260101T000000.000000Z-ab12": dict(MACHINE)}
+    odd = (ok_row("a", run_id="now"), ok_row("b", run_id="20260101T000000.000000Z-ab12"), ok_row("c"))
+    table = render_text(Summary("", {**MACHINE}, odd, unnamed), run_id="now").split("\n\n")[1]
+    assert cells(table, "run") == ["this", "20260101 000000.", "?"]
     # Without a run id every row is this run's, and there is no run column.
     plain = render_text(Summary("", runs["now"], rows[:1], runs))
     assert "carried" not in plain and "this run: 1 case (1 ok)" in plain and " run " not in plain.splitlines()[3]
