@@ -75,6 +75,7 @@ EQUIVALENT: dict[str, str] = {
         "tablefmt None, omitted or an unknown name: tabulate falls back to 'simple', the value given",
     ),
     f"{_S}x_significant__mutmut_10": "abs(value) > 1e-4: at exactly 1e-4 both branches print 0.0001",
+    f"{_S}x_render_text__mutmut_61": "the run column's numeric None for False: only its truth is read",
     f"{_S}x_significant__mutmut_16": "rstrip('XX0XX') for rstrip('0'): a formatted number holds no X",
 }
 
