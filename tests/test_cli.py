@@ -15,6 +15,7 @@ from torchbenchmark.spec import Budget
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = f"{ROOT / 'tests' / 'tiny_models.py'}:TinyMLP"
+SWEEP_ARGS = ["--device", "cpu", "--steps", "5", "--no-progress"]  # named: on a GPU machine auto picks cuda
 
 
 def diagnostics(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
@@ -26,7 +27,7 @@ def diagnostics(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
     out = tmp_path_factory.mktemp("out")
-    return diagnostics("--models", TINY, "--out", str(out), "--steps", "5", "--no-progress"), out
+    return diagnostics("--models", TINY, "--out", str(out), *SWEEP_ARGS), out
 
 
 def test_sweep_exits_zero_and_writes_both_summaries(sweep) -> None:
@@ -107,3 +108,33 @@ def test_collect_diagnostics_loads_the_engine_on_first_use() -> None:
         "assert torchbenchmark.collect_diagnostics is collect_diagnostics\n"
     )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=300)
+
+
+def test_no_progress_prints_a_line_per_case(sweep) -> None:
+    done, _ = sweep
+    lines = [line for line in done.stderr.splitlines() if line.startswith("[")]
+    assert [line.split()[0] for line in lines] == ["[1/2]", "[2/2]"], done.stderr
+    assert all("tiny_mlp" in line and "ms/step" in line for line in lines)
+
+
+@pytest.mark.parametrize("kind", ["", "-detailed"])
+def test_traces_carry_distributed_info_for_hta(sweep, kind: str) -> None:
+    _, out = sweep
+    with gzip.open(out / "tiny_mlp" / f"train-cpu{kind}.pt.trace.json.gz", "rt") as stream:
+        trace = json.load(stream)
+    assert trace["distributedInfo"] == {"rank": 0, "world_size": 1, "backend": "none"}
+    assert trace["traceEvents"]
+
+
+def test_models_by_family_and_exclude() -> None:
+    from torchbenchmark import cli
+
+    nlp = cli.resolve_models("family:nlp")
+    assert "hf_Bert" in nlp and "resnet50" not in nlp
+    assert cli.exclude_models(nlp, "hf_Bert,hf_T5") == [name for name in nlp if name not in ("hf_Bert", "hf_T5")]
+    with pytest.raises(cli.UsageError, match="unknown family 'nope'; families: "):
+        cli.resolve_models("family:nope")
+    with pytest.raises(cli.UsageError, match="not among the models chosen"):
+        cli.exclude_models(nlp, "resnet50")
+    done = diagnostics("--models", "family:nope")
+    assert done.returncode == 2 and "unknown family" in done.stderr

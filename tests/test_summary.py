@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from torchbenchmark.results import CaseResult, Dispatch, StepTime, TopOp
+from torchbenchmark.results import CaseResult, Costs, Dispatch, StepTime, TopOp
 from torchbenchmark.storage import Summary
 from torchbenchmark.summary import render_json, render_table, render_text
 
@@ -24,6 +24,11 @@ ROWS = [
         top_ops=(TopOp("aten::convolution_backward", 380.0, 53.0, 46.8),),
         traces={"light": "resnet50/train-cpu.pt.trace.json.gz", "detailed": "resnet50/train-cpu-detailed.pt.trace.json.gz"},
         warmup_steps=7, steady=True, windows=2, window_diff_pct=0.8, windows_agree=True,
+        costs=Costs(
+            flops_per_step=194392621056, flops_by_kind={"matmul": 98304000, "convolution": 194294317056}, flops_note=None,
+            achieved_gflops=239.3, pct_of_peak=79.8, compute_limit="arithmetic", peak_memory_mb=947.3,
+            state_memory_mb=209.5, memory_method="test", peak_rss_mb=1650.2, samples_per_s=9.848,
+        ),
     ),
     CaseResult(
         model="pyhpc_equation_of_state", mode="eval", device="cpu", status="ok", batch_size=1024, family="scientific",
@@ -31,6 +36,11 @@ ROWS = [
         light_distortion_pct=85.0, detailed_distortion_pct=903.0, edge_distortion_pct=37.5,
         phases_pct={"forward": 97.0, "backward": 0.0, "optimizer": 0.0},
         dispatch=Dispatch("dispatch-bound", 1.0, 150.0, 1.9, 1.3), warmup_steps=60, steady=False,
+        costs=Costs(
+            flops_per_step=None, flops_by_kind={}, flops_note="no matrix product, convolution or attention op",
+            achieved_gflops=None, pct_of_peak=None, compute_limit=None, peak_memory_mb=1.15, state_memory_mb=0.9,
+            memory_method="test", peak_rss_mb=402.0, samples_per_s=18059964.7,
+        ),
     ),
     CaseResult(
         model="dcgan", mode="train", device="cpu", status="ok", batch_size=32, family="gan",
@@ -62,8 +72,13 @@ def test_json_has_the_pinned_fields_and_round_trips() -> None:
     assert set(row["dispatch"]) >= {"verdict", "overhead_fraction", "ops_per_step", "median_op_us"}
     assert row["traces"] == {"light": "resnet50/train-cpu.pt.trace.json.gz", "detailed": "resnet50/train-cpu-detailed.pt.trace.json.gz"}
     assert row["measurement"] == {"windows": 2, "diff_pct": 0.8, "agree": True}
+    assert (row["flops_per_step"], row["achieved_gflops"], row["pct_of_peak"], row["peak_memory_mb"], row["samples_per_s"]) == (
+        194392621056, 239.3, 79.8, 947.3, 9.848,
+    )
+    assert row["flops_by_kind"] == {"matmul": 98304000, "convolution": 194294317056}
     failed = next(r for r in document["results"] if r["status"] == "failed")
-    for key in ("model", "mode", "device", "batch_size", "status", "error", "step_time_ms", "edge_distortion_pct", "dispatch", "traces"):
+    for key in ("model", "mode", "device", "batch_size", "status", "error", "step_time_ms", "edge_distortion_pct", "dispatch", "traces",
+                "flops_per_step", "achieved_gflops", "pct_of_peak", "peak_memory_mb", "samples_per_s"):
         assert key in failed
     assert [CaseResult.from_dict(r) for r in document["results"]] == sorted(ROWS, key=lambda r: (r.model.lower(), r.mode))
 
@@ -74,7 +89,7 @@ def test_non_finite_figures_become_null() -> None:
 
 
 def test_repr_reads_as_a_sentence() -> None:
-    assert repr(ROWS[0]) == "CaseResult(resnet50 train cpu bs=8: 812.3 ms/step (IQR 12), compute-bound (overhead 1%))"
+    assert repr(ROWS[0]) == "CaseResult(resnet50 train cpu bs=8: 812 ms/step (IQR 12.5 ms), compute-bound (overhead 1%))"
     assert repr(ROWS[3]).startswith("CaseResult(dlrm train cpu: failed (out of memory")
 
 
@@ -88,7 +103,7 @@ def cells(table: str, header: str) -> list[str]:
 
 
 def ok_row(model: str = "m", mode: str = "eval", median_ms: float = 1.0, **extra) -> CaseResult:
-    return CaseResult(model=model, mode=mode, device="cpu", status="ok", step_time=StepTime(median_ms, 0.5, 0.1, 3), **extra)
+    return CaseResult(model=model, mode=mode, device="cpu", status="ok", step_time=StepTime(median_ms, 0.0, 0.1, 3), **extra)
 
 
 @pytest.mark.parametrize(
@@ -111,7 +126,7 @@ def test_rows_sort_by_model_ignoring_case_then_mode_then_device() -> None:
 
 def test_notes_say_every_reason_to_doubt_a_row_and_an_error_comes_first() -> None:
     doubtful = ok_row(steady=False, windows=3, window_diff_pct=7.4, windows_agree=False)
-    assert cells(render_table([doubtful]), "note") == ["warmup not steady; noisy: windows 7% apart"]
+    assert cells(render_table([doubtful]), "note") == ["UNTRUSTWORTHY: warmup not steady; noisy: windows 7% apart"]
     assert cells(render_table([ok_row(steady=True, windows_agree=True)]), "note") == [""]
     assert cells(render_table([ok_row(steady=None, windows_agree=None)]), "note") == [""]
     failed = CaseResult(model="m", mode="eval", device="cpu", status="failed", error="boom", steady=False)
@@ -165,7 +180,7 @@ def test_rows_carried_from_earlier_runs_say_which_and_star_another_machine_or_to
     assert cells(table, "run") == ["this", "2026-01-02 09:30", "2026-01-01 08:15*", "2026-01-01 07:00*", "2026-01-02 09:30"]
     start = table.splitlines()[0].index("run")
     assert table.splitlines()[2][start:].startswith("this")  # left-aligned
-    assert text.endswith("between mixed (see README).\n")
+    assert text.endswith("Rerun those on a quieter machine.\n")
     # A carried run with no start time is named by its id, and a row from no known run by "?".
     unnamed = {"now": runs["now"], "20260101T000000.000000Z-ab12": dict(MACHINE)}
     odd = (ok_row("a", run_id="now"), ok_row("b", run_id="20260101T000000.000000Z-ab12"), ok_row("c"))

@@ -19,7 +19,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from torchbenchmark.compare import DEFAULT_THRESHOLD_PCT
-from torchbenchmark.contract import MODES
+from torchbenchmark.contract import MODES, contract_problems
 from torchbenchmark.spec import COMPILE_MODES, DEFAULT_BACKEND, Budget, Compile
 from torchbenchmark.registry import (
     ModelUnavailableError,
@@ -32,17 +32,21 @@ from torchbenchmark.registry import (
 )
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+FAMILY_PREFIX = "family:"
 
 EPILOG = """\
-models: registered names (see --list), 'all', or plug-ins that follow the model contract, given as
-package.module:ClassName or path/to/file.py:ClassName.
+models: registered names (see --list), 'all', family:NAME for every model of a family (see --list), or
+plug-ins that follow the model contract, given as package.module:ClassName or path/to/file.py:ClassName.
 
-subcommands: 'diagnostics.py compare BASE NEW' compares two runs (see 'compare --help').
+subcommands: 'diagnostics.py compare BASE NEW' compares two runs (see 'compare --help');
+'diagnostics.py check SPEC [SPEC ...]' checks models or plug-ins against the contract (see 'check --help').
 
 outputs, under --out: runs/<run-id>.json (this run's record: environment, command, a row per case;
 never changed once the run ends), summary.txt and summary.json (the latest row of every case over
 all records, rebuilt after every case: cases not in this run keep their rows), and per model <model>/<mode>-<device>.pt.trace.json.gz (light
-profile), ...-detailed.pt.trace.json.gz, .top_ops.txt and .log.
+profile), ...-detailed.pt.trace.json.gz, .top_ops.txt and .log. An ok row whose figure is not to be
+trusted (noisy windows, warmup not steady, a wide IQR, too few steps) is marked UNTRUSTWORTHY on its
+progress line and in summary.txt, and the sweep ends by listing such rows with what to do.
 
 exit status: 0 every case ok or skipped; 1 a case failed or timed out; 2 usage error, nothing run or
 written; 130 interrupted by Ctrl-C; 143 interrupted by SIGTERM.
@@ -53,7 +57,7 @@ class UsageError(Exception):
     """Bad input: reported in one line, exit status 2, before anything runs or is written."""
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(message)
 
@@ -89,13 +93,14 @@ def _percent(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="diagnostics.py",
         description="Profile models and say where each step's time goes and whether it is dispatch-bound.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--models", help="comma-separated model names, 'all', or plug-in specs")
+    parser.add_argument("--models", help="comma-separated model names, 'all', family:NAME (e.g. family:nlp), or plug-in specs")
+    parser.add_argument("--exclude", help="comma-separated models to leave out of --models (names, family:NAME or specs)")
     parser.add_argument("--modes", default="train,eval", help="comma-separated: train, eval (default: both)")
     parser.add_argument("--device", default="auto", help="auto (cuda when available, else cpu), cpu, cuda or cuda:N")
     parser.add_argument("--out", default="traces", help="output folder (default: traces)")
@@ -132,6 +137,8 @@ def resolve_models(text: str) -> list[str]:
     for spec in specs:
         if spec == "all":
             resolved.extend(list_models())
+        elif spec.startswith(FAMILY_PREFIX):
+            resolved.extend(family_models(spec[len(FAMILY_PREFIX) :]))
         elif is_plugin_spec(spec):
             try:
                 model_class(spec)
@@ -149,6 +156,28 @@ def resolve_models(text: str) -> list[str]:
     return list(dict.fromkeys(resolved))  # each case once, first mention first
 
 
+def family_models(family: str) -> list[str]:
+    """The registered models of one family (``--models family:nlp``)."""
+    by_family: dict[str, list[str]] = {}
+    for name in list_models():
+        by_family.setdefault(meta_of(model_class(name)).family, []).append(name)
+    if family not in by_family:
+        raise UsageError(f"unknown family {family!r}; families: {', '.join(sorted(by_family))}")
+    return by_family[family]
+
+
+def exclude_models(models: list[str], text: str) -> list[str]:
+    """``models`` less those ``--exclude`` names (registered names, plug-in specs or family:NAME)."""
+    excluded = set(resolve_models(text))
+    unknown = excluded - set(models)
+    if unknown:
+        raise UsageError(f"--exclude {', '.join(sorted(unknown))}: not among the models chosen")
+    remaining = [model for model in models if model not in excluded]
+    if not remaining:
+        raise UsageError("--exclude leaves no model to run")
+    return remaining
+
+
 def resolve_modes(text: str) -> list[str]:
     modes = [part.strip() for part in text.split(",") if part.strip()]
     unknown = [mode for mode in modes if mode not in MODES]
@@ -158,20 +187,25 @@ def resolve_modes(text: str) -> list[str]:
 
 
 def resolve_device(text: str) -> str:
+    """The device a sweep runs on, checked here and named as torch names it (``auto`` picks one)."""
     import torch
 
     if text == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if text == "cpu":
-        return text
-    if text == "cuda" or text.startswith("cuda:"):
-        if not torch.cuda.is_available():
-            raise UsageError(f"--device {text}: no CUDA GPU is available here; use --device cpu")
-        index = text.partition(":")[2]
-        if index and (not index.isdigit() or int(index) >= torch.cuda.device_count()):
-            raise UsageError(f"--device {text}: there are {torch.cuda.device_count()} CUDA devices")
-        return text
-    raise UsageError(f"unknown device {text!r}; expected auto, cpu, cuda or cuda:N")
+    unknown = f"unknown device {text!r}; expected auto, cpu, cuda or cuda:N"
+    try:
+        device = torch.device(text)  # refuses what torch would refuse later ("cuda:00", "cuda:-1")
+    except (RuntimeError, ValueError):
+        raise UsageError(unknown) from None
+    if device.type == "cpu":
+        return "cpu"
+    if device.type != "cuda":
+        raise UsageError(unknown)
+    if not torch.cuda.is_available():
+        raise UsageError(f"--device {text}: no CUDA GPU is available here; use --device cpu")
+    if device.index is not None and device.index >= torch.cuda.device_count():
+        raise UsageError(f"--device {text}: there are {torch.cuda.device_count()} CUDA devices")
+    return str(device)
 
 
 def check_out_dir(path: Path) -> None:
@@ -194,14 +228,19 @@ def list_table(models: Sequence[str] | None = None) -> str:
     rows = []
     for spec in list_models() if models is None else models:
         try:
-            meta = meta_of(model_class(spec))
+            cls = model_class(spec)
+            meta = meta_of(cls)
         except Exception as error:  # noqa: BLE001 - a model that cannot import is listed with the reason
             rows.append((spec, "", "", "", "", "", "", f"unavailable: {error}"))
             continue
         name = meta.name
         missing = [dep for dep in meta.requires if not _importable(dep)]
         sizes = meta.batch_sizes
-        availability = f"unavailable: needs {', '.join(missing)}" if missing else "yes"
+        problems = contract_problems(cls)
+        if problems:
+            availability = f"cannot run: not a model of the contract: {'; '.join(problems)}"
+        else:
+            availability = f"unavailable: needs {', '.join(missing)}" if missing else "yes"
         rows.append((name, meta.family, "yes" if meta.annotated else "no", sizes.cpu_train, sizes.cpu_eval,
                      sizes.cuda_train, sizes.cuda_eval, availability))  # fmt: skip
     headers = ["model", "family", "annotated", "cpu train", "cpu eval", "cuda train", "cuda eval", "available"]
@@ -226,7 +265,7 @@ nothing in common).
 
 
 def build_compare_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="diagnostics.py compare",
         description="Compare two runs: each case's step-time ratio with a 95% interval, and a regression gate.",
         epilog=COMPARE_EPILOG,
@@ -270,16 +309,25 @@ def check_new_file(path: Path, flag: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        if argv[:1] == ["check"]:
+            from torchbenchmark import check_cli
+
+            return check_cli.main(argv[1:])
         if argv[:1] == ["compare"]:
             compare_args = build_compare_parser().parse_args(argv[1:])
             return run_compare(compare_args.base, compare_args.new, compare_args.threshold, compare_args.json)
         args = build_parser().parse_args(argv)
         if args.list:
-            print(list_table(resolve_models(args.models) if args.models else None))
+            listed = resolve_models(args.models) if args.models else None
+            if listed is not None and args.exclude:
+                listed = exclude_models(listed, args.exclude)
+            print(list_table(listed))
             return EXIT_OK
         if not args.models:
             raise UsageError("--models is required (a name, a comma-separated list, 'all' or a plug-in spec)")
         models = resolve_models(args.models)
+        if args.exclude:
+            models = exclude_models(models, args.exclude)
         modes = resolve_modes(args.modes)
         device = resolve_device(args.device)
         if not args.out:
@@ -319,7 +367,8 @@ def _check_backend(backend: str) -> None:
 
 def _sweep(args: argparse.Namespace, models: list[str], modes: list[str], device: str, out_dir: Path, argv: list[str]) -> int:
     from torchbenchmark.storage import StorageError
-    from torchbenchmark.sweep import Interrupted, OutputBusy, SweepOptions, run_sweep
+    from torchbenchmark.summary import render_untrustworthy
+    from torchbenchmark.sweep import Interrupted, OutputBusy, SweepOptions, model_name, run_sweep
 
     options = SweepOptions(
         out_dir=out_dir,
@@ -352,6 +401,9 @@ def _sweep(args: argparse.Namespace, models: list[str], modes: list[str], device
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+    untrustworthy = render_untrustworthy(outcome.results, {model_name(spec): spec for spec in models})
+    if untrustworthy:
+        print(untrustworthy, file=sys.stderr)
     print(f"summary: {out_dir / 'summary.txt'} and {out_dir / 'summary.json'}; this run's record: {outcome.record}",
           file=sys.stderr)  # fmt: skip
     if args.baseline and outcome.interrupted_by is None:

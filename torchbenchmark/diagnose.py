@@ -15,18 +15,21 @@ from tabulate import tabulate
 
 from torchbenchmark import dispatch, variants
 from torchbenchmark.contract import ModelMeta
-from torchbenchmark.harness import Characterisation, characterise, device_sync
+from torchbenchmark.harness import Characterisation, characterise, device_sync, use_device
 from torchbenchmark.profiling import KINDS, ProfileRun, run_profile, trace_name
 from torchbenchmark.registry import ModelUnavailableError, meta_of, model_class
-from torchbenchmark.results import CaseResult, CompileReport, Dispatch, Samples, StepTime
+from torchbenchmark.results import CaseResult, CompileReport, Costs, Dispatch, GpuEvidence, Samples, StepTime
 from torchbenchmark.spec import Budget, CaseSpec, Compile
 from torchbenchmark.stats import relative_change_pct
+from torchbenchmark.steady import steady_process
 from torchbenchmark.storage import write_atomic
-from torchbenchmark.trace_analysis import TraceSummary, summarize_trace
+from torchbenchmark.trace_analysis import TraceSummary, check_complete, summarize_trace
 
 log = logging.getLogger(__name__)
 
 OUT_OF_MEMORY_HINT = "out of memory; try a smaller --batch-size"
+# How running out of memory reads: the allocators' messages, and cuBLAS's and cuDNN's failed workspaces.
+OUT_OF_MEMORY_MARKERS = ("out of memory", "can't allocate memory", "CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED")
 
 
 def collect_diagnostics(
@@ -41,6 +44,7 @@ def collect_diagnostics(
     top: int = 10,
     compile: Compile | None = None,
     spec: CaseSpec | None = None,
+    steady: bool = True,
 ) -> CaseResult:
     """Diagnose ``model`` (a registered name, a plug-in spec or a model class) in ``mode`` on ``device``.
 
@@ -50,9 +54,13 @@ def collect_diagnostics(
     module under ``torch.compile`` (a row with ``compile`` and ``speedup_vs_eager``). ``spec`` gives every option at once
     (its ``model`` is used unless ``model`` is a class); the keyword arguments build one otherwise.
 
-    A sweep runs each case in a fresh process set up by ``torchbenchmark.steady.steady_process``; call
-    it first for in-process figures that match a sweep's.
+    ``steady=True`` (the default) first sets this process up as a sweep sets up each case's, with
+    ``torchbenchmark.steady.steady_process`` (denormals flushed to zero, freed memory kept by glibc's
+    malloc), so the figures match a sweep's; both settings stay for the rest of the process.
+    ``steady=False`` leaves the process as it is.
     """
+    if steady:
+        steady_process()
     cls = None if isinstance(model, str) else model
     if spec is None:
         name = model if isinstance(model, str) else f"{getattr(model, '__module__', '?')}:{getattr(model, '__qualname__', model)}"
@@ -65,7 +73,7 @@ def diagnose(spec: CaseSpec, out_dir: Path, cls: type | None = None, config: Map
     """Run the case ``spec`` describes in this process: measure, analyse, then assemble its row."""
     torch_device = torch.device(spec.device)
     shown = spec.model if cls is None else getattr(cls, "__name__", spec.model)
-    row: dict[str, Any] = {"model": shown, "mode": spec.mode, "device": torch_device.type,
+    row: dict[str, Any] = {"model": shown, "mode": spec.mode, "device": str(torch_device),
                            "variant": spec.variant, "batch_size": spec.batch_size}  # fmt: skip
     timings: dict[str, float] = {}
     try:
@@ -81,7 +89,7 @@ def diagnose(spec: CaseSpec, out_dir: Path, cls: type | None = None, config: Map
         return assemble(spec, measured, analysed, meta, out_dir, row, timings)
     except Exception as error:  # noqa: BLE001 - every failure becomes the case's row; Ctrl-C still stops
         status, message = describe_failure(error, spec.mode)
-        log.error("%s %s %s: %s", row["model"], spec.mode, torch_device.type, message, exc_info=status == "failed")
+        log.error("%s %s %s: %s", row["model"], spec.mode, row["device"], message, exc_info=status == "failed")
         return CaseResult(**row, status=status, error=message, timings_s=timings)
 
 
@@ -97,7 +105,7 @@ def describe_failure(error: BaseException, mode: str) -> tuple[str, str]:
     if isinstance(error, (ModelUnavailableError, ModuleNotFoundError)):
         return "skipped", f"unavailable: {_first_line(error)}"
     text = str(error)
-    if isinstance(error, MemoryError) or "out of memory" in text or "can't allocate memory" in text:
+    if isinstance(error, MemoryError) or any(marker in text for marker in OUT_OF_MEMORY_MARKERS):
         return "failed", f"{OUT_OF_MEMORY_HINT} ({_one_line(error)})"[:300]
     return "failed", _one_line(error)[:300]
 
@@ -134,6 +142,7 @@ class Measured:
     per_op_overhead_us: float | None
     profiles: dict[str, ProfileRun] | None
     compile: CompileReport | None = None  # a compiled variant: its cost and its speedup over eager
+    costs: Costs | None = None  # taken with the profiles, once per case
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,8 +150,10 @@ class Analysed:
     """What the light trace says, and the verdict drawn from it with the measured step time."""
 
     light: TraceSummary
+    verdict: str
     overhead_fraction: float
     distortion_pct: dict[str, float]
+    gpu: GpuEvidence | None  # on a GPU: the evidence the verdict rests on
 
 
 def measure(
@@ -152,6 +163,7 @@ def measure(
     """Build the model, characterise its step time, then take its profiles (the first repeat only)."""
     device = torch.device(spec.device)
     lap = _Laps(timings)
+    use_device(device)
     per_op_us = dispatch.calibrate_per_op_overhead_us(device) if spec.profiles else None
     lap("calibrate")
     model = cls(device=str(device), batch_size=spec.batch_size, **dict(config or {}))
@@ -181,20 +193,29 @@ def measure(
         profiles[kind] = run_profile(model, spec.mode, device, kind, active, path)
         lap(kind)
     timings["export"] = round(sum(p.export_s for p in profiles.values()), 3)
-    return Measured(measured, per_op_us, profiles, report)
+    # Counted after the timed and profiled steps: the counter and the memory profile slow the steps they see.
+    from torchbenchmark.costs import measure_costs  # the FLOP counter's imports: only for a case that ran
+
+    costs = measure_costs(model, spec.mode, device, row["batch_size"], measured.steps.median_ms)
+    lap("costs")
+    return Measured(measured, per_op_us, profiles, report, costs)
 
 
 def analyse(spec: CaseSpec, measured: Measured, case_dir: Path, row: dict[str, Any]) -> Analysed:
     """Read the light trace, estimate the overhead share against the unprofiled median step time."""
     assert measured.profiles is not None and measured.per_op_overhead_us is not None
+    device = torch.device(spec.device)
     light = summarize_trace(measured.profiles["light"].trace_path, top=spec.top_ops)
+    check_complete(light, measured.profiles["light"].steps.n, on_gpu=device.type == "cuda")
     _write_top_ops(case_dir / f"{spec.file_stem}.top_ops.txt", light, row)
     median_ms = measured.characterisation.steps.median_ms
     fraction = dispatch.overhead_fraction(light.ops_per_step, measured.per_op_overhead_us, median_ms)
-    if light.gpu_busy_fraction is not None:  # measured, not estimated: an idle GPU waits on the CPU
-        fraction = 1.0 - light.gpu_busy_fraction
+    verdict = dispatch.verdict(fraction)
+    gpu = dispatch.judge_gpu(light, median_ms) if device.type == "cuda" else None
+    if gpu is not None:  # measured, not estimated: which side waits on which
+        verdict, fraction = dispatch.gpu_verdict(gpu)
     distortion = {kind: relative_change_pct(run.steps.median_ms, median_ms) for kind, run in measured.profiles.items()}
-    return Analysed(light, fraction, distortion)
+    return Analysed(light, verdict, fraction, distortion, gpu)
 
 
 def assemble(
@@ -211,13 +232,14 @@ def assemble(
             detailed_distortion_pct=analysed.distortion_pct.get("detailed"),
             phases_pct=light.phases_pct if meta.annotated else None,
             dispatch=Dispatch(
-                verdict=dispatch.verdict(analysed.overhead_fraction),
+                verdict=analysed.verdict,
                 overhead_fraction=analysed.overhead_fraction,
                 ops_per_step=light.ops_per_step,
                 median_op_us=light.median_op_us,
                 per_op_overhead_us=measured.per_op_overhead_us or 0.0,
             ),
-            gpu_busy_pct=None if light.gpu_busy_fraction is None else 100.0 * light.gpu_busy_fraction,
+            gpu_busy_pct=None if analysed.gpu is None else analysed.gpu.busy_pct,
+            gpu=analysed.gpu,
             top_ops=light.top_ops,
             traces={kind: measured.profiles[kind].trace_path.relative_to(out_dir).as_posix()
                     if kind in measured.profiles else None for kind in KINDS},  # fmt: skip
@@ -236,6 +258,7 @@ def assemble(
         compile=measured.compile,
         speedup_vs_eager=statistics.median(measured.compile.speedup_rounds) if measured.compile else None,
         timings_s=timings,
+        costs=measured.costs,
         **figures,
     )
 
@@ -247,11 +270,14 @@ def _batch_size(model: Any, meta: Any, mode: str, device: torch.device) -> int:
 
 
 def _write_top_ops(path: Path, summary: TraceSummary, row: dict[str, Any]) -> None:
+    kernel = summary.gpu is not None  # on a GPU, the kernel time each op launched too
     table = tabulate(
-        [(op.name, op.self_ms_per_step, op.calls_per_step, op.pct_of_step) for op in summary.top_ops],
-        headers=["op", "self ms/step", "calls/step", "% of step"],
-        floatfmt=(".0f", ".3f", ".1f", ".1f"),
-    )
-    title = f"{row['model']} {row['mode']} {row['device']}: top ops by self time in the light profile"
+        [(op.name, op.self_ms_per_step, *([op.kernel_ms_per_step] if kernel else []), op.calls_per_step, op.pct_of_step)
+         for op in summary.top_ops],
+        headers=["op", "self ms/step", *(["kernel ms/step"] if kernel else []), "calls/step", "% of step"],
+        floatfmt=(".0f", ".3f", *([".3f"] if kernel else []), ".1f", ".1f"),
+    )  # fmt: skip
+    by = "self time or launched kernel time" if kernel else "self time"
+    title = f"{row['model']} {row['mode']} {row['device']}: top ops by {by} in the light profile"
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, f"{title}\n\n{table}\n")

@@ -2,19 +2,21 @@
 
 light:    CPU activity (plus CUDA on a GPU) and nothing else, so it distorts the step as little as
           torch.profiler can; its trace is what the verdict is computed from.
-detailed: shapes, memory, Python stacks and FLOPs, for follow-up questions (which op, which line,
-          which shape); it distorts much more and is kept for reading, not for timing.
+detailed: shapes, memory events and Python stacks, for follow-up questions (which op, which line,
+          which shape); it distorts much more and is kept for reading, not for timing. It asks for
+          FLOPs too, but this torch exports none in the trace: a case's FLOPs come from costs.py.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import gzip
+import json
 import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import torch
 from torch.profiler import ProfilerActivity, profile, schedule
@@ -28,6 +30,9 @@ DETAILED_OPTIONS = {"record_shapes": True, "profile_memory": True, "with_stack":
 # (benchmarks/RESULTS.md): export time is sweep time, and the traces stay small.
 GZIP_LEVEL = 3
 EXPORT_CHUNK = 1 << 20
+# Every trace says which rank wrote it: Holistic Trace Analysis (HTA) reads a folder of traces as the
+# ranks of one job and needs ``distributedInfo.rank`` in each; a case runs as a single process.
+SINGLE_PROCESS_INFO = {"rank": 0, "world_size": 1, "backend": "none"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,9 +45,10 @@ class ProfileRun:
 
 
 def trace_name(mode: str, device: torch.device, kind: str, variant: str = "eager") -> str:
-    """``<mode>-<device>[-<variant>].pt.trace.json.gz``, or ``...-detailed...`` for the detailed profile."""
+    """``<mode>-<device>[-<variant>].pt.trace.json.gz``, or ``...-detailed...`` for the detailed profile; the
+    full device (``cuda:1``), so cases on two GPUs of one machine keep their own traces."""
     suffix = ("" if variant == "eager" else f"-{variant}") + ("" if kind == "light" else f"-{kind}")
-    return f"{mode}-{device.type}{suffix}.pt.trace.json.gz"
+    return f"{mode}-{device}{suffix}.pt.trace.json.gz"
 
 
 def run_profile(model: Any, mode: str, device: torch.device, kind: str, active: int, trace_path: Path) -> ProfileRun:
@@ -67,7 +73,7 @@ def run_profile(model: Any, mode: str, device: torch.device, kind: str, active: 
             # torch would gzip a .gz path itself, at level 9: several seconds for a large trace.
             prof.export_chrome_trace(str(raw))
             with open(raw, "rb") as source, gzip.open(partial, "wb", compresslevel=GZIP_LEVEL) as target:
-                shutil.copyfileobj(source, target, EXPORT_CHUNK)
+                _copy_with_distributed_info(source, target)
         finally:
             raw.unlink(missing_ok=True)
         os.replace(partial, trace_path)
@@ -89,3 +95,19 @@ def run_profile(model: Any, mode: str, device: torch.device, kind: str, active: 
         profile_s=time.perf_counter() - started,
         export_s=export_s,
     )
+
+
+def _copy_with_distributed_info(source: BinaryIO, target: BinaryIO) -> None:
+    """Copy a Chrome trace, adding ``distributedInfo`` as its first key unless it has one.
+
+    torch writes ``distributedInfo`` itself when a process group is running; otherwise the key goes
+    in front of the object's first key, so a trace of any size is streamed, never parsed.
+    """
+    head = source.read(EXPORT_CHUNK)
+    brace = head.find(b"{")
+    if brace < 0 or torch.distributed.is_available() and torch.distributed.is_initialized():
+        target.write(head)
+    else:
+        info = json.dumps({"distributedInfo": SINGLE_PROCESS_INFO})[1:-1].encode()
+        target.write(head[: brace + 1] + info + b"," + head[brace + 1 :])
+    shutil.copyfileobj(source, target, EXPORT_CHUNK)

@@ -14,10 +14,23 @@ REQUIRED = ("model", "mode", "device", "status")  # a row without these cannot b
 class InvalidRow(ValueError):
     """A row that does not follow the summary.json row format; the message says what is wrong."""
 
+# An ok row's figure is not to be trusted when its steps' interquartile range exceeds this share of
+# their median: its steps disagree by more than the differences a comparison would look for.
+UNTRUSTWORTHY_IQR_FRACTION = 0.25
+# Fewer measured steps than this give no spread worth the name (one step reads as IQR 0).
+MIN_STEPS_FOR_SPREAD = 3
+
+
+def format_ms(value: float) -> str:
+    """Three significant figures and never scientific notation: step times span 0.01 ms to seconds."""
+    if abs(value) < 1:
+        return f"{value:.3g}" if value == 0 or abs(value) >= 1e-4 else f"{value:.6f}".rstrip("0")
+    return f"{value:.{max(0, 3 - len(str(int(abs(value)))))}f}"
+
 
 def _from_fields(cls: type, data: dict[str, Any]) -> Any:
-    """A flat dataclass from the dict its ``asdict`` gave."""
-    return cls(**{field.name: data[field.name] for field in dataclasses.fields(cls)})
+    """A flat dataclass from the dict its ``asdict`` gave (a field added since the dict was written keeps its default)."""
+    return cls(**{field.name: data[field.name] for field in dataclasses.fields(cls) if field.name in data})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +56,7 @@ class TopOp:
     self_ms_per_step: float
     calls_per_step: float
     pct_of_step: float
+    kernel_ms_per_step: float | None = None  # GPU time of the kernels and copies it launched; None on a CPU
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -57,6 +71,21 @@ class Dispatch:
     ops_per_step: float
     median_op_us: float
     per_op_overhead_us: float  # the calibrated cost of a trivial op on this machine
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuEvidence:
+    """What the GPU did in a step of the light profile, and which side limits the step (row key ``gpu``)."""
+
+    limited_by: str  # "cpu" (the GPU waits on the host), "gpu" (the host waits on the GPU) or "both"
+    busy_pct: float  # kernel and copy time per profiled step, overlaps once, in percent of the unprofiled median step
+    host_wait_pct: float  # host time blocked in syncs per profiled step, in percent of the profiled step
+    median_launch_wait_us: float  # from a kernel's launch call to its start: long when kernels queue
+    kernel_ms_per_step: float
+    kernels_per_step: float
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -114,6 +143,36 @@ class CompileReport:
 
 
 @dataclasses.dataclass(frozen=True)
+class Costs:
+    """What one step costs: arithmetic, memory and throughput (how each is measured: torchbenchmark/costs.py).
+
+    Its fields sit at the top level of a summary.json row.
+    """
+
+    flops_per_step: int | None  # None when the step has no op the counter can count: flops_note says why
+    flops_by_kind: dict[str, int]  # matmul, convolution, attention, recurrent, other
+    flops_note: str | None  # why flops_per_step is None, or which compute ops it leaves out
+    achieved_gflops: float | None  # flops_per_step / median step time
+    pct_of_peak: float | None  # achieved_gflops in percent of the environment's peak_gflops
+    compute_limit: str | None  # a compute-bound step's limit: kernels (low pct_of_peak) or arithmetic
+    peak_memory_mb: float | None  # the most tensor memory live during a step on its device, in 10^6 bytes
+    state_memory_mb: float | None  # of which live between steps (CPU only)
+    memory_method: str | None
+    peak_rss_mb: float | None  # the case's process's peak resident set size: not the step's memory
+    samples_per_s: float | None  # batch size / median step time
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Costs | None:
+        """The costs in a row, or None for a row that has none (not ok, or written before costs were)."""
+        if all(data.get(field.name) is None for field in dataclasses.fields(cls)):
+            return None
+        return cls(**{field.name: data.get(field.name) for field in dataclasses.fields(cls)})
+
+
+_COST_FIELDS = tuple(field.name for field in dataclasses.fields(Costs))
+
+
+@dataclasses.dataclass(frozen=True)
 class CaseResult:
     """One model x mode x device: its status, and its figures when it ran. One row of the summary."""
 
@@ -132,6 +191,7 @@ class CaseResult:
     phases_pct: dict[str, float] | None = None  # None for an unannotated model
     dispatch: Dispatch | None = None
     gpu_busy_pct: float | None = None
+    gpu: GpuEvidence | None = None  # None on a CPU
     top_ops: tuple[TopOp, ...] = ()
     traces: dict[str, str | None] = dataclasses.field(default_factory=lambda: {"light": None, "detailed": None})
     log: str | None = None  # path of the case's full log, relative to the output folder
@@ -146,6 +206,7 @@ class CaseResult:
     speedup_vs_eager: float | None = None  # eager over compiled step time, measured in the same process
     run_id: str | None = None  # the run record this row came from
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)  # fields this version does not know: kept
+    costs: Costs | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -156,18 +217,42 @@ class CaseResult:
         """What identifies a case across runs: a later row with the same key supersedes an earlier one."""
         return (self.model, self.mode, self.device, self.variant)
 
+    @property
+    def untrustworthy_reasons(self) -> tuple[str, ...]:
+        """Why this row's step time is not to be trusted; empty when it is (or when it has none).
+
+        Warmup that never settled, measurement windows that never agreed, an IQR above
+        ``UNTRUSTWORTHY_IQR_FRACTION`` of the median, or fewer than ``MIN_STEPS_FOR_SPREAD`` steps.
+        """
+        reasons = []
+        if self.steady is False:
+            reasons.append("warmup not steady")
+        if self.windows_agree is False:
+            apart = "" if self.window_diff_pct is None else f" {self.window_diff_pct:.0f}%"
+            reasons.append(f"noisy: windows{apart} apart")
+        step = self.step_time
+        if step is not None:
+            if step.median_ms > 0 and step.iqr_ms > UNTRUSTWORTHY_IQR_FRACTION * step.median_ms:
+                reasons.append(f"IQR {100 * step.iqr_ms / step.median_ms:.0f}% of the median")
+            if step.n < MIN_STEPS_FOR_SPREAD:
+                reasons.append(f"only {step.n} step{'' if step.n == 1 else 's'} measured: no spread")
+        return tuple(reasons)
+
     def headline(self) -> str:
-        """One readable line: the case, then its figures or why it has none."""
+        """One readable line: the case, then its figures or why it has none, and whether to trust them."""
         head = f"{self.model} {self.mode} {self.device}" + ("" if self.variant == "eager" else f" {self.variant}")
         if self.batch_size is not None:
             head += f" bs={self.batch_size}"
         if self.status != "ok" or self.step_time is None:
             return f"{head}: {self.status}" + (f" ({self.error})" if self.error else "")
-        figures = f"{self.step_time.median_ms:.4g} ms/step (IQR {self.step_time.iqr_ms:.2g})"
+        figures = f"{format_ms(self.step_time.median_ms)} ms/step (IQR {format_ms(self.step_time.iqr_ms)} ms)"
         if self.dispatch is not None:
             figures += f", {self.dispatch.verdict} (overhead {self.dispatch.overhead_fraction:.0%})"
         if self.speedup_vs_eager is not None:
             figures += f", {self.speedup_vs_eager:.2f}x eager"
+        reasons = self.untrustworthy_reasons
+        if reasons:
+            figures += f"; UNTRUSTWORTHY: {'; '.join(reasons)}"
         return f"{head}: {figures}"
 
     def __repr__(self) -> str:
@@ -191,6 +276,7 @@ class CaseResult:
             "phases_pct": self.phases_pct,
             "dispatch": self.dispatch.to_dict() if self.dispatch else None,
             "gpu_busy_pct": self.gpu_busy_pct,
+            "gpu": self.gpu.to_dict() if self.gpu else None,
             "top_ops": [op.to_dict() for op in self.top_ops],
             "traces": dict(self.traces),
             "log": self.log,
@@ -200,6 +286,7 @@ class CaseResult:
             "samples": self.samples.to_dict(),
             "compile": self.compile.to_dict() if self.compile else None,
             "speedup_vs_eager": self.speedup_vs_eager,
+            **(dataclasses.asdict(self.costs) if self.costs else dict.fromkeys(_COST_FIELDS)),
         }
 
     @classmethod
@@ -238,6 +325,7 @@ class CaseResult:
             phases_pct={phase: phases[phase] for phase in PHASES} if phases else None,
             dispatch=_from_fields(Dispatch, data["dispatch"]) if data.get("dispatch") else None,
             gpu_busy_pct=data.get("gpu_busy_pct"),
+            gpu=_from_fields(GpuEvidence, data["gpu"]) if data.get("gpu") else None,
             top_ops=tuple(_from_fields(TopOp, op) for op in data.get("top_ops") or ()),
             traces=dict(data.get("traces") or {"light": None, "detailed": None}),
             log=data.get("log"),
@@ -253,6 +341,7 @@ class CaseResult:
             speedup_vs_eager=data.get("speedup_vs_eager"),
             run_id=data.get("run_id"),
             extra={key: value for key, value in data.items() if key not in _KNOWN_KEYS},
+            costs=Costs.from_dict(data),
         )
 
 

@@ -120,7 +120,7 @@ class CaseSpec:
     @property
     def file_stem(self) -> str:
         """``<mode>-<device>``, then ``-<variant>`` for a compiled one: every file a case writes starts so."""
-        stem = f"{self.mode}-{self.device_type}"
+        stem = f"{self.mode}-{self.device}"  # the full device: cuda:0 and cuda:1 keep their own files
         return stem if self.compile is None else f"{stem}-{self.variant}"
 
     @property

@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import datetime
 import fcntl
+import importlib.machinery
 import json
 import os
 import signal
@@ -26,7 +27,9 @@ from typing import Any
 from tqdm import tqdm
 
 from torchbenchmark import storage
+from torchbenchmark.costs import measure_peak, with_peak, with_step_time
 from torchbenchmark.environment import collect_environment
+from torchbenchmark.native_logs import case_log_environment
 from torchbenchmark.registry import meta_of, model_class
 from torchbenchmark.results import CaseResult, Samples, StepTime
 from torchbenchmark.spec import Budget, CaseSpec, Compile
@@ -60,7 +63,7 @@ class SweepOptions:
     detailed: bool = True
     threads: int | None = None  # torch intra-op threads in each case; None: torch's default
     command: str | None = None  # recorded in the run record's environment
-    progress: bool = True
+    progress: bool = True  # a bar on a terminal; False: only a line per case
     repeat: int = 1  # processes per case, interleaved across cases: the samples a comparison uses
     compile: Compile | None = None  # also run each case with its module compiled so
 
@@ -94,6 +97,31 @@ class SweepOutcome:
         return 1 if any(r.status in ("failed", "timeout") for r in self.results) else 0
 
 
+def spec_of(model: str | type) -> str:
+    """The spec a case's process imports ``model`` by: a name or spec as given, a class as ``module:Class``.
+
+    A class defined in a notebook or a script's ``__main__`` lives only in this process, so a case's
+    fresh process cannot import it: that is an error which says what to do instead.
+    """
+    if isinstance(model, str):
+        return model
+    if not isinstance(model, type):
+        raise TypeError(f"run_sweep takes model names, plug-in specs or classes, got {model!r}")
+    module = sys.modules.get(model.__module__)
+    importable = model.__module__ != "__main__" and "<locals>" not in model.__qualname__
+    if not importable or getattr(module, model.__name__, None) is not model:
+        raise TypeError(
+            f"run_sweep runs each case in a fresh process, which cannot import {model.__qualname__}: it is "
+            f"defined in {model.__module__!r} (a notebook or a script run directly). Save the class in a file "
+            f"and pass 'path/to/file.py:{model.__name__}', or run it in this process with "
+            f"collect_diagnostics({model.__name__})."
+        )
+    # sys.path is searched, not sys.modules: a module imported from a file is there under any name.
+    by_name = "." in model.__module__ or importlib.machinery.PathFinder.find_spec(model.__module__) is not None
+    # A plug-in loaded from a file sits under a made-up module name: its file is what imports it.
+    return f"{model.__module__ if by_name else module.__file__}:{model.__name__}"
+
+
 def model_name(spec: str) -> str:
     """The name a model's rows and traces go under: its declared name, else the spec's class name."""
     try:
@@ -103,13 +131,15 @@ def model_name(spec: str) -> str:
         return spec.rpartition(":")[2] or spec
 
 
-def run_sweep(models: Sequence[str], modes: Sequence[str], options: SweepOptions = SweepOptions()) -> SweepOutcome:
+def run_sweep(models: Sequence[str | type], modes: Sequence[str], options: SweepOptions = SweepOptions()) -> SweepOutcome:
     """Run every model x mode, each in its own process, writing traces, logs, a run record and the summary.
 
     With ``options.repeat`` N > 1, every case runs in N processes, in rounds over all cases so that a
     spell of load falls on different cases rather than on all of one case's processes; the first
-    round profiles, later rounds only time steps.
+    round profiles, later rounds only time steps. ``models`` are registered names, plug-in specs, or
+    classes that a fresh process can import.
     """
+    models = [spec_of(model) for model in models]  # a class becomes the spec its fresh process imports
     out_dir = Path(options.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     cases = [options.spec(model, mode, variant) for model in models for mode in modes for variant in options.variants]
@@ -120,7 +150,9 @@ def run_sweep(models: Sequence[str], modes: Sequence[str], options: SweepOptions
         if legacy is not None:  # rows of a summary from before run records: carried as a record of their own
             storage.write_record(out_dir, legacy)
             earlier = [legacy]
-        environment = collect_environment(options.device, options.threads, options.command)
+        # The machine's peak, measured once per sweep on the cases' device and thread count: see costs.py.
+        peak = measure_peak(options.device, options.threads)
+        environment = {**collect_environment(options.device, options.threads, options.command), **peak.environment()}
         record = storage.RunRecord(storage.new_run_id(), environment, options.command)
         done: dict[tuple[str, str, str], CaseResult] = {}  # (name, mode, variant) -> this run's row
         progress = _Progress(len(cases) * options.repeat, enabled=options.progress)
@@ -142,7 +174,7 @@ def run_sweep(models: Sequence[str], modes: Sequence[str], options: SweepOptions
                 for case in cases:
                     key = (names[case.model], case.mode, case.variant)
                     progress.start(" ".join(key))
-                    result = _run_case(case.replace(repeat=repeat), key[0], out_dir)
+                    result = with_peak(_run_case(case.replace(repeat=repeat), key[0], out_dir), peak.gflops)
                     done[key] = combine_repeats(done[key], result) if repeat else result
                     save()
                     progress.finish(done[key].headline() if repeat == options.repeat - 1 else result.headline())
@@ -152,10 +184,10 @@ def run_sweep(models: Sequence[str], modes: Sequence[str], options: SweepOptions
             if len(done) < len(cases) and options.repeat == 1:  # the case that was running
                 case = cases[len(done)]
                 done[(names[case.model], case.mode, case.variant)] = CaseResult(
-                    model=names[case.model], mode=case.mode, device=case.device_type, variant=case.variant,
+                    model=names[case.model], mode=case.mode, device=case.device, variant=case.variant,
                     status="interrupted", error=reason,
                 )  # fmt: skip
-            not_run = tuple((names[c.model], c.mode, c.device_type, c.variant) for c in cases
+            not_run = tuple((names[c.model], c.mode, c.device, c.variant) for c in cases
                             if (names[c.model], c.mode, c.variant) not in done)  # fmt: skip
             save("interrupted", not_run, interrupted_by=reason)
             return SweepOutcome(tuple(done.values()), interrupted_by=int(signum), run_id=record.run_id,
@@ -187,12 +219,16 @@ def combine_repeats(first: CaseResult, later: CaseResult) -> CaseResult:
         min_ms=min(first.step_time.min_ms, later.step_time.min_ms),
         n=first.step_time.n + later.step_time.n,
     )
-    return dataclasses.replace(first, step_time=step, samples=samples,
-                               windows_agree=bool(first.windows_agree and later.windows_agree))  # fmt: skip
+    combined = dataclasses.replace(first, step_time=step, samples=samples,
+                                   windows_agree=bool(first.windows_agree and later.windows_agree))  # fmt: skip
+    return with_step_time(combined, first.step_time.median_ms)  # per-second costs follow the pooled median
 
 
 class _Progress:
-    """A live tqdm bar with ETA on a terminal; in a log (CI), one line per case with tqdm's count and ETA."""
+    """A live tqdm bar with ETA on a terminal; in a log (CI), one line per case with tqdm's count and ETA.
+
+    Disabled (``--no-progress``), there is no bar and no ETA, and still one line per case.
+    """
 
     def __init__(self, total: int, enabled: bool) -> None:
         self.total = total
@@ -214,6 +250,8 @@ class _Progress:
             elapsed = time.monotonic() - self.started
             meter = tqdm.format_meter(self.done, self.total, elapsed, ncols=50, unit="case", ascii=True)
             print(f"{meter}  {headline}", file=sys.stderr, flush=True)
+        else:
+            print(f"[{self.done}/{self.total}] {headline}", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         self.bar.close()
@@ -240,15 +278,16 @@ def _locked(out_dir: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _worker_environment() -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", KINETO_LOG_LEVEL="5")
+def _worker_environment(device: str) -> dict[str, str]:
+    # The profiler's errors and warnings go to the case's log (see native_logs.py), never the terminal.
+    env = case_log_environment(dict(os.environ), device)
+    env.update(PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     return env
 
 
 def _run_case(spec: CaseSpec, name: str, out_dir: Path) -> CaseResult:
     """Run one case in a child process and turn whatever happens to it into a row."""
-    device = spec.device_type
+    device = spec.device  # the full device (cuda:1) in the row's key and its files' names
     mode = spec.mode
     case_dir = out_dir / name
     try:
@@ -273,7 +312,7 @@ def _run_case(spec: CaseSpec, name: str, out_dir: Path) -> CaseResult:
             process = subprocess.Popen(
                 [sys.executable, "-m", "torchbenchmark._worker", json.dumps(request)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=_worker_environment(), start_new_session=True,
+                env=_worker_environment(device), start_new_session=True,
             )  # fmt: skip
             try:
                 returncode = process.wait(timeout=spec.timeout_s)
