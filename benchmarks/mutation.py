@@ -37,6 +37,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     "checks": ("tests/test_checks.py",),
     "summary": ("tests/test_summary.py", "tests/test_compare.py", "-k", "not end_to_end"),  # compare's tables too
     "spec": ("tests/test_harness.py",),
+    "compare": ("tests/test_compare.py", "-k", "not end_to_end"),
 }
 
 # Modules of which only some functions hold figures or rules: mutmut names (fnmatch patterns) to mutate.
