@@ -201,3 +201,25 @@ def test_a_variant_column_appears_after_the_device_only_when_a_row_is_not_eager(
 @pytest.mark.parametrize(("median_ms", "shown"), [(0.0, "0"), (0.0001, "0.0001"), (0.00005, "0.00005"), (0.0000012, "0.000001")])
 def test_step_times_under_a_tenth_of_a_microsecond_keep_their_digits(median_ms: float, shown: str) -> None:
     assert cells(render_table([ok_row(median_ms=median_ms)]), "ms/step") == [shown]
+
+
+def test_priced_dispatch_round_trips_and_its_doubts_show_in_the_note() -> None:
+    from torchbenchmark.results import Scaling
+    from torchbenchmark.summary import COLUMNS, note
+
+    dispatch = Dispatch(
+        "mixed", 0.3, 1602.0, 3.5, 0.9, overhead_fraction_uncapped=0.3, overhead_interval=(0.17, 0.41), borderline=True,
+        events_per_step={"call": 305.0, "nested": 1108.0, "autograd": 189.0},
+        prices_us={"call_us": 0.9, "nested_us": 0.15, "autograd_us": 1.9, "call_gap_us": 0.5}, python_us_per_step=900.0,
+        scaling=Scaling(batch_sizes=(32, 64, 128, 256), step_ms=(2.0, 2.2, 2.6, 3.4), intercept_ms=1.8, fraction_upper=0.53, agrees=False),
+    )  # fmt: skip
+    row = CaseResult(model="sac", mode="train", device="cpu", status="ok", step_time=StepTime(5.6, 0.2, 5.4, 90), dispatch=dispatch)
+    document = json.loads(render_json([row], ENVIRONMENT))
+    assert document["results"][0]["dispatch"]["overhead_interval"] == [0.17, 0.41]
+    assert CaseResult.from_dict(document["results"][0]) == row
+    assert note(row) == "borderline: overhead 17-41%; scaling disagrees: bound 53.0%"
+    assert "borderline" in repr(row)
+    capped = CaseResult(model="eos", mode="eval", device="cpu", status="ok", step_time=StepTime(0.2, 0.01, 0.19, 9),
+                        dispatch=Dispatch("dispatch-bound", 1.0, 94.0, 1.3, 0.9, overhead_fraction_uncapped=1.6))
+    overhead = next(column for column in COLUMNS if column.header == "overhead %")
+    assert overhead.cell(capped) == "160.0"  # the table shows the uncapped share

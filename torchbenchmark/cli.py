@@ -127,6 +127,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--threads", type=_positive_int, help="torch intra-op threads per case (default: torch's)")
     parser.add_argument("--no-detailed", action="store_true", help="skip the detailed profile")
     parser.add_argument(
+        "--scaling",
+        action="store_true",
+        help="also bound the overhead by batch-size scaling (times each case at 1/2, 1/4 and 1/8 of its batch)",
+    )
+    parser.add_argument(
         "--repeat", type=_positive_int, default=1,
         help="run each case in this many processes, in rounds over all cases (default: 1); "
         "compare treats processes as its samples, so 3 makes the regression gate far more sensitive",
@@ -414,6 +419,7 @@ def _sweep(args: argparse.Namespace, models: list[str], modes: list[str], device
         budget=Budget(steps=args.steps),
         timeout_s=args.timeout,
         detailed=not args.no_detailed,
+        scaling=args.scaling,
         threads=args.threads,
         command=shlex.join(["diagnostics.py", *argv]),
         progress=not args.no_progress,

@@ -75,6 +75,7 @@ class SweepOptions:
     budget: Budget = Budget()
     timeout_s: float = 600.0  # per case, process start included
     detailed: bool = True
+    scaling: bool = False  # the second overhead estimate, by batch-size scaling (dispatch.scaling_estimate)
     threads: int | None = None  # torch intra-op threads in each case; None: torch's default
     command: str | None = None  # recorded in the run record's environment
     progress: bool = True  # a bar on a terminal; False: only a line per case
@@ -92,7 +93,7 @@ class SweepOptions:
     def spec(self, model: str, mode: str, compile: Compile | None = None, repeat: int = 0) -> CaseSpec:
         return CaseSpec(
             model=model, mode=mode, device=self.device, batch_size=self.batch_size, budget=self.budget,
-            threads=self.threads, detailed=self.detailed, timeout_s=self.timeout_s, repeat=repeat, compile=compile,
+            threads=self.threads, detailed=self.detailed, scaling=self.scaling, timeout_s=self.timeout_s, repeat=repeat, compile=compile,
         )  # fmt: skip
 
 
