@@ -19,5 +19,5 @@ setup(
         "tqdm>=4.60",
         "matplotlib>=3.8",
     ],
-    extras_require={"notebook": ["pandas>=2"], "test": ["pytest>=7", "pandas>=2"]},
+    extras_require={"notebook": ["pandas>=2"], "test": ["pytest>=7", "pandas>=2"], "dev": ["pytest>=7", "mutmut>=3.8"]},
 )

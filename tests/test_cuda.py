@@ -4,6 +4,7 @@ checks, marked ``gpu`` and skipped without one (benchmarks/gpu_check.sh runs the
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -96,14 +97,23 @@ def test_a_case_on_a_gpu_makes_it_current_and_syncs_it(monkeypatch: pytest.Monke
     assert current == [torch.device("cuda:1")] and synced == [torch.device("cuda:1")]
 
 
-def test_gpu_calibration_syncs_its_device_between_batches_it_does_not_wait_for(monkeypatch: pytest.MonkeyPatch) -> None:
-    synced: list[Any] = []
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: synced.append(device))
-    device = torch.device("cpu")  # the trivial ops run here; only the syncs are checked
-    cost = dispatch._calibrate_launch_overhead_us(device, calls=3 * dispatch.LAUNCH_BATCH, repeats=2)
-    assert cost > 0
-    # One sync before each batch (4 ops x 2 repeats x 3 batches) and one at the end, all naming the device.
-    assert synced == [device] * (4 * 2 * 3 + 1)
+def test_gpu_calibration_syncs_its_device_before_each_burst_it_does_not_wait_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    events: list[str] = []
+    asked: list[Any] = []
+
+    def device_sync(device: torch.device) -> Any:
+        asked.append(device)
+        return lambda: events.append("sync")
+
+    clock = iter(range(0, 10**12, 1000))
+    monkeypatch.setattr(dispatch, "device_sync", device_sync)
+    monkeypatch.setattr(dispatch.time, "perf_counter_ns", lambda: (events.append("clock"), next(clock))[1])
+    monkeypatch.setattr(dispatch, "_step_gap_us", lambda device: 0.0)
+    dispatch.calibrate(torch.device("cpu"), calls=80, repeats=1, profiled_calls=5)
+    assert asked and all(device == torch.device("cpu") for device in asked)
+    bursts = "".join("s" if e == "sync" else "c" for e in events)
+    # Each burst: a sync, then two clock reads with no sync between them (the kernels are not waited for).
+    assert re.fullmatch(r"(s+cc)+s*", bursts), bursts
 
 
 def test_the_warmup_window_is_sized_from_the_second_step() -> None:

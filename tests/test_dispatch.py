@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -9,6 +11,7 @@ from tests.synthetic_models import FewLargeMatmuls, ManyTinyOps
 from torchbenchmark import dispatch
 from torchbenchmark.diagnose import collect_diagnostics
 from torchbenchmark.harness import Budget
+from torchbenchmark.trace_analysis import OverheadEvents
 
 QUICK = Budget(warmup_s=1.0, measure_s=0.5, min_steps=3, edge_calls=2)
 
@@ -21,16 +24,105 @@ def test_verdict_thresholds(fraction: float, expected: str) -> None:
     assert dispatch.verdict(fraction) == expected
 
 
-def test_overhead_fraction_is_ops_times_cost_over_step() -> None:
-    assert dispatch.overhead_fraction(ops_per_step=100, per_op_overhead_us=2.0, step_ms=1.0) == pytest.approx(0.2)
-    assert dispatch.overhead_fraction(ops_per_step=10_000, per_op_overhead_us=2.0, step_ms=1.0) == 1.0
+PRICES = dispatch.Prices(call_us=1.0, nested_us=0.25, autograd_us=0.75, call_gap_us=0.5)
+
+
+def _events(calls: int, nested: int, autograd: int, gaps: tuple[float, ...]) -> OverheadEvents:
+    counts = {"call": calls, "nested": nested, "autograd": autograd}
+    return OverheadEvents(events_per_step=tuple(dict(counts) for _ in gaps), python_gap_us_per_step=gaps)
+
+
+def test_estimate_prices_each_kind_and_the_python_beyond_the_calls_own_gaps() -> None:
+    calibration = dispatch.Calibration(repeats=(PRICES,), step_gap_us=20.0)
+    priced = dispatch.estimate(_events(100, 300, 200, (500.0,)), calibration, step_ms=1.0)
+    # Python: 500 us of gap, less 20 for the step's edge and 100 calls * 0.5 us their own gaps hold.
+    assert priced.python_us == pytest.approx(430)
+    assert priced.overhead_us == pytest.approx(100 * 1.0 + 300 * 0.25 + 200 * 0.75 + 430)
+    assert priced.fraction == pytest.approx(0.755)
+    assert priced.interval == (pytest.approx(0.755), pytest.approx(0.755))
+    assert not priced.borderline
+
+
+def test_estimate_is_uncapped_and_never_counts_negative_python() -> None:
+    calibration = dispatch.Calibration(repeats=(PRICES,))
+    priced = dispatch.estimate(_events(3000, 0, 0, (10.0,)), calibration, step_ms=1.0)
+    assert priced.python_us == 0
+    assert priced.fraction == pytest.approx(3.0)
     with pytest.raises(ValueError):
-        dispatch.overhead_fraction(1, 1.0, 0.0)
+        dispatch.estimate(_events(1, 0, 0, (0.0,)), calibration, step_ms=0.0)
 
 
-def test_calibration_prices_a_trivial_op_in_microseconds() -> None:
-    cost = dispatch.calibrate_per_op_overhead_us(torch.device("cpu"), calls=200, repeats=3)
-    assert 0.05 < cost < 100
+def test_interval_spans_the_repeats_prices_the_gaps_and_the_step_iqr() -> None:
+    dear = dataclasses.replace(PRICES, call_us=1.2)
+    calibration = dispatch.Calibration(repeats=(PRICES, PRICES, dear))
+    # Gaps of 50, 100 and 150 us per step; 100 calls hold 50 us of them.
+    priced = dispatch.estimate(_events(100, 0, 0, (50.0, 100.0, 150.0)), calibration, step_ms=1.0, step_iqr_ms=0.2)
+    assert priced.fraction == pytest.approx((100 * 1.0 + 0) / 1000)  # median prices, least gap
+    low, high = priced.interval
+    assert low == pytest.approx(100 * 1.0 / 1100)  # cheapest repeat, least gap, slow quartile of the step
+    assert high == pytest.approx((100 * 1.2 + 50) / 900)  # dearest repeat, median gap, fast quartile
+    assert not priced.borderline
+    straddling = dispatch.estimate(_events(150, 0, 0, (75.0, 175.0)), calibration, step_ms=1.0)
+    assert straddling.interval[0] < dispatch.COMPUTE_BOUND_BELOW <= straddling.interval[1]
+    assert straddling.borderline
+
+
+def _workload(name: str, call: float, nested: float = 0, autograd: float = 0, gap_us: float = 0.0) -> dispatch.Workload:
+    return dispatch.Workload(name, lambda: None, {"call": call, "nested": nested, "autograd": autograd}, gap_us)
+
+
+def test_prices_from_timings_recover_known_per_event_prices() -> None:
+    loop, call, nested, autograd = 0.05, 0.9, 0.2, 0.7
+    workloads = [
+        _workload("loop", 0, gap_us=0.3),
+        _workload("add", 1, gap_us=1.1),
+        _workload("mul_scalar", 1, 4, gap_us=1.3),
+        _workload("embedding_bag", 1, 42, gap_us=1.5),
+        _workload("backward_1", 3, 6, 10),
+        _workload("backward_8", 10, 6, 31),
+    ]
+
+    def cost(w: dispatch.Workload) -> float:
+        fixed = 9.0 if w.name.startswith("backward") else 0.0  # entering the engine: cancels in the difference
+        return loop + fixed + w.events["call"] * call + w.events["nested"] * nested + w.events["autograd"] * autograd
+
+    prices = dispatch.prices_from_timings(workloads, {w.name: cost(w) for w in workloads})
+    assert prices.call_us == pytest.approx(call)
+    assert prices.nested_us == pytest.approx(nested)
+    assert prices.autograd_us == pytest.approx(autograd)
+    assert prices.call_gap_us == pytest.approx((0.8 + 1.0 + 1.2) / 3)  # each call's gap over the bare loop's
+
+
+def test_calibration_counts_the_events_each_call_emits() -> None:
+    workloads, fixed = dispatch._count_events(dispatch._workloads(torch.device("cpu")), torch.device("cpu"), 20)
+    counted = {w.name: w for w in workloads}
+    assert "aten::as_strided" in fixed
+    assert counted["loop"].events == {"call": 0, "nested": 0, "autograd": 0}
+    assert counted["add"].events == {"call": 1, "nested": 0, "autograd": 0}
+    assert counted["mul_scalar"].events["call"] == 1 and counted["mul_scalar"].events["nested"] >= 1  # a * 2.0 nests
+    assert counted["backward_8"].events["autograd"] > counted["backward_1"].events["autograd"]
+
+
+def test_calibration_gives_a_price_per_kind_per_repeat() -> None:
+    calibration = dispatch.calibrate(torch.device("cpu"), calls=100, repeats=2, profiled_calls=20)
+    assert len(calibration.repeats) == 2
+    prices = calibration.prices
+    assert all(value >= 0 for value in dataclasses.asdict(prices).values())
+    assert prices.call_us > 0 and calibration.step_gap_us > 0
+
+
+def test_scaling_fits_the_intercept_and_checks_the_event_estimate_against_it() -> None:
+    def step_ms_at(batch: int) -> float:
+        return 2.0 + 0.01 * batch
+
+    scaling = dispatch.scaling_estimate(step_ms_at, 256, step_ms_at(256), fraction=0.3)
+    assert scaling.batch_sizes == (32, 64, 128, 256)
+    assert scaling.intercept_ms == pytest.approx(2.0)
+    assert scaling.fraction_upper == pytest.approx(2.0 / 4.56)
+    assert scaling.agrees
+    assert not dispatch.scaling_estimate(step_ms_at, 256, step_ms_at(256), fraction=0.9).agrees  # bound broken
+    assert not dispatch.scaling_estimate(step_ms_at, 256, step_ms_at(256), fraction=0.05).agrees  # far below
+    assert dispatch.scaling_estimate(step_ms_at, 2, step_ms_at(2), fraction=0.3) is None  # one smaller batch only
 
 
 @pytest.mark.parametrize("mode", ["train", "eval"])
@@ -47,3 +139,33 @@ def test_few_large_matmuls_is_compute_bound(tmp_path, mode: str) -> None:
     assert result.status == "ok", result.error
     assert result.dispatch.verdict == "compute-bound", result.dispatch
     assert result.dispatch.overhead_fraction < 0.05, result.dispatch
+
+
+def test_cold_factor_is_the_least_slowdown_of_the_shared_fixed_cost_ops() -> None:
+    calibration_us = {"aten::as_strided": 0.2, "aten::view": 0.1}
+    assert dispatch.cold_factor({"aten::as_strided": 0.4, "aten::view": 0.3}, calibration_us) == pytest.approx(2.0)
+    assert dispatch.cold_factor({"aten::as_strided": 0.1}, calibration_us) == 1.0  # never below 1
+    assert dispatch.cold_factor({"aten::alias": 5.0}, calibration_us) == 1.0  # nothing shared
+
+
+def test_a_cold_step_counts_its_python_gap_at_calibration_speed() -> None:
+    calibration = dispatch.Calibration(repeats=(PRICES,), fixed_cost_op_us={"aten::as_strided": 0.2})
+    events = dataclasses.replace(_events(10, 0, 0, (400.0,)), fixed_cost_op_us={"aten::as_strided": 0.4})
+    priced = dispatch.estimate(events, calibration, step_ms=10.0)
+    assert priced.cold == pytest.approx(2.0)
+    assert priced.python_us == pytest.approx(400 / 2 - 10 * 0.5)
+    assert priced.interval[1] == pytest.approx((10 * 1.0 + 400 - 5) / 10_000)  # the top takes the gap as measured
+
+
+def test_a_fixed_cost_op_seen_rarely_sets_no_cold_factor() -> None:
+    calibration = dispatch.Calibration(repeats=(PRICES,), fixed_cost_op_us={"aten::as_strided": 0.1})
+    rare = dataclasses.replace(
+        _events(10, 0, 0, (400.0,)), fixed_cost_op_us={"aten::as_strided": 2.0}, fixed_cost_ops_per_step={"aten::as_strided": 1.0}
+    )
+    assert dispatch.estimate(rare, calibration, step_ms=10.0).cold == 1.0
+    common = dataclasses.replace(rare, fixed_cost_ops_per_step={"aten::as_strided": 50.0})
+    assert dispatch.estimate(common, calibration, step_ms=10.0).cold == pytest.approx(20.0)
+
+
+def test_verdicts_are_the_pinned_three() -> None:
+    assert dispatch.VERDICTS == ("dispatch-bound", "mixed", "compute-bound")

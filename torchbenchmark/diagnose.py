@@ -13,17 +13,17 @@ from typing import Any
 import torch
 from tabulate import tabulate
 
-from torchbenchmark import dispatch, variants
+from torchbenchmark import dispatch, safe_paths, variants
 from torchbenchmark.contract import ModelMeta
 from torchbenchmark.harness import Characterisation, characterise, device_sync, use_device
 from torchbenchmark.profiling import KINDS, ProfileRun, run_profile, trace_name
 from torchbenchmark.registry import ModelUnavailableError, meta_of, model_class
-from torchbenchmark.results import CaseResult, CompileReport, Costs, Dispatch, GpuEvidence, Samples, StepTime
+from torchbenchmark.results import CaseResult, CompileReport, Costs, Dispatch, GpuEvidence, Samples, Scaling, StepTime
 from torchbenchmark.spec import Budget, CaseSpec, Compile
 from torchbenchmark.stats import relative_change_pct
 from torchbenchmark.steady import steady_process
 from torchbenchmark.storage import write_atomic
-from torchbenchmark.trace_analysis import TraceSummary, check_complete, summarize_trace
+from torchbenchmark.trace_analysis import TraceSummary, check_complete, overhead_events_of_trace, summarize_trace
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,7 @@ def collect_diagnostics(
     compile: Compile | None = None,
     spec: CaseSpec | None = None,
     steady: bool = True,
+    scaling: bool = False,
 ) -> CaseResult:
     """Diagnose ``model`` (a registered name, a plug-in spec or a model class) in ``mode`` on ``device``.
 
@@ -53,6 +54,8 @@ def collect_diagnostics(
     exception: one bad model must not cost a sweep its other rows. ``compile`` diagnoses the model's
     module under ``torch.compile`` (a row with ``compile`` and ``speedup_vs_eager``). ``spec`` gives every option at once
     (its ``model`` is used unless ``model`` is a class); the keyword arguments build one otherwise.
+    ``scaling`` adds the second overhead estimate, by batch-size scaling (``dispatch.scaling_from_steps``):
+    it builds and times the model again at smaller batches.
 
     ``steady=True`` (the default) first sets this process up as a sweep sets up each case's, with
     ``torchbenchmark.steady.steady_process`` (denormals flushed to zero, freed memory kept by glibc's
@@ -65,7 +68,7 @@ def collect_diagnostics(
     if spec is None:
         name = model if isinstance(model, str) else f"{getattr(model, '__module__', '?')}:{getattr(model, '__qualname__', model)}"
         spec = CaseSpec(model=name, mode=mode, device=str(device), batch_size=batch_size,
-                        budget=budget or Budget(), detailed=detailed, top_ops=top, compile=compile)  # fmt: skip
+                        budget=budget or Budget(), detailed=detailed, top_ops=top, compile=compile, scaling=scaling)  # fmt: skip
     return diagnose(spec, Path(out_dir), cls=cls, config=config)
 
 
@@ -79,6 +82,7 @@ def diagnose(spec: CaseSpec, out_dir: Path, cls: type | None = None, config: Map
     try:
         cls = cls or model_class(spec.model)
         meta = meta_of(cls)
+        safe_paths.check_model_name(meta.name)  # it names the case's folder: refused before any work
         row.update(model=meta.name, family=meta.family)
         measured = measure(spec, cls, meta, out_dir, config, row, timings)
         if measured.profiles is None:
@@ -139,10 +143,11 @@ class Measured:
     """What running the model gave: step times outside any profiler, and the profiles (None: not taken)."""
 
     characterisation: Characterisation
-    per_op_overhead_us: float | None
+    calibration: dispatch.Calibration | None  # per-event prices on this machine (taken when profiling)
     profiles: dict[str, ProfileRun] | None
     compile: CompileReport | None = None  # a compiled variant: its cost and its speedup over eager
     costs: Costs | None = None  # taken with the profiles, once per case
+    scaling_step_ms: dict[int, float] | None = None  # --scaling: median step at each smaller batch
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,9 +156,12 @@ class Analysed:
 
     light: TraceSummary
     verdict: str
-    overhead_fraction: float
+    overhead_fraction: float  # uncapped
     distortion_pct: dict[str, float]
-    gpu: GpuEvidence | None  # on a GPU: the evidence the verdict rests on
+    priced: dispatch.Estimate
+    interval: tuple[float, float]
+    gpu: GpuEvidence | None = None  # on a GPU: the evidence the verdict rests on
+    scaling: Scaling | None = None
 
 
 def measure(
@@ -164,8 +172,6 @@ def measure(
     device = torch.device(spec.device)
     lap = _Laps(timings)
     use_device(device)
-    per_op_us = dispatch.calibrate_per_op_overhead_us(device) if spec.profiles else None
-    lap("calibrate")
     model = cls(device=str(device), batch_size=spec.batch_size, **dict(config or {}))
     row["batch_size"] = _batch_size(model, meta, spec.mode, device)
     lap("build")
@@ -183,9 +189,12 @@ def measure(
         report = dataclasses.replace(report, speedup_rounds=rounds)
         lap("speedup")
     if not spec.profiles:
-        return Measured(measured, per_op_us, None, report)
+        return Measured(measured, None, None, report)
+    # Priced after the model has run: a case that fails fails fast, and the prices are taken beside the trace.
+    calibration = dispatch.calibrate(device)
+    lap("calibrate")
 
-    case_dir = out_dir / meta.name
+    case_dir = safe_paths.case_dir(out_dir, meta.name)  # its name, checked, before any path is made of it
     profiles = {}
     for kind in KINDS if spec.detailed else ("light",):
         active = spec.budget.profiled_steps(kind, measured.steps.median_ms)
@@ -198,24 +207,44 @@ def measure(
 
     costs = measure_costs(model, spec.mode, device, row["batch_size"], measured.steps.median_ms)
     lap("costs")
-    return Measured(measured, per_op_us, profiles, report, costs)
+    scaling_step_ms = None
+    if spec.scaling:
+        del model  # a smaller build at a time, not two models in memory
+        batches = dispatch.scaling_batch_sizes(row["batch_size"])
+        scaling_step_ms = {b: _median_step_ms(cls, spec, b, config) for b in batches} if len(batches) >= 2 else None
+        lap("scaling")
+    return Measured(measured, calibration, profiles, report, costs, scaling_step_ms)
+
+
+def _median_step_ms(cls: type, spec: CaseSpec, batch_size: int, config: Mapping[str, Any] | None) -> float:
+    """The median step time of a fresh build of the model at ``batch_size``, on a short budget."""
+    device = torch.device(spec.device)
+    model = cls(device=str(device), batch_size=batch_size, **dict(config or {}))
+    return characterise(model, spec.mode, dispatch.scaling_budget(spec.budget), device).steps.median_ms
 
 
 def analyse(spec: CaseSpec, measured: Measured, case_dir: Path, row: dict[str, Any]) -> Analysed:
     """Read the light trace, estimate the overhead share against the unprofiled median step time."""
-    assert measured.profiles is not None and measured.per_op_overhead_us is not None
+    assert measured.profiles is not None and measured.calibration is not None
     device = torch.device(spec.device)
-    light = summarize_trace(measured.profiles["light"].trace_path, top=spec.top_ops)
+    light_path = measured.profiles["light"].trace_path
+    light = summarize_trace(light_path, top=spec.top_ops)
     check_complete(light, measured.profiles["light"].steps.n, on_gpu=device.type == "cuda")
     _write_top_ops(case_dir / f"{spec.file_stem}.top_ops.txt", light, row)
-    median_ms = measured.characterisation.steps.median_ms
-    fraction = dispatch.overhead_fraction(light.ops_per_step, measured.per_op_overhead_us, median_ms)
+    steps = measured.characterisation.steps
+    median_ms = steps.median_ms
+    priced = dispatch.estimate(overhead_events_of_trace(light_path), measured.calibration, median_ms, steps.iqr_ms)
+    fraction, interval = priced.fraction, priced.interval
     verdict = dispatch.verdict(fraction)
     gpu = dispatch.judge_gpu(light, median_ms) if device.type == "cuda" else None
     if gpu is not None:  # measured, not estimated: which side waits on which
         verdict, fraction = dispatch.gpu_verdict(gpu)
+        interval = (fraction, fraction)
+    scaling = None
+    if measured.scaling_step_ms:
+        scaling = dispatch.scaling_from_steps({**measured.scaling_step_ms, row["batch_size"]: median_ms}, row["batch_size"], fraction)
     distortion = {kind: relative_change_pct(run.steps.median_ms, median_ms) for kind, run in measured.profiles.items()}
-    return Analysed(light, verdict, fraction, distortion, gpu)
+    return Analysed(light, verdict, fraction, distortion, priced, interval, gpu, scaling)
 
 
 def assemble(
@@ -233,10 +262,17 @@ def assemble(
             phases_pct=light.phases_pct if meta.annotated else None,
             dispatch=Dispatch(
                 verdict=analysed.verdict,
-                overhead_fraction=analysed.overhead_fraction,
+                overhead_fraction=min(1.0, analysed.overhead_fraction),
                 ops_per_step=light.ops_per_step,
                 median_op_us=light.median_op_us,
-                per_op_overhead_us=measured.per_op_overhead_us or 0.0,
+                per_op_overhead_us=measured.calibration.prices.call_us if measured.calibration else 0.0,
+                overhead_fraction_uncapped=analysed.overhead_fraction,
+                overhead_interval=analysed.interval,
+                borderline=dispatch.verdict(analysed.interval[0]) != dispatch.verdict(analysed.interval[1]),
+                events_per_step=analysed.priced.events_per_step,
+                prices_us=dataclasses.asdict(measured.calibration.prices) if measured.calibration else None,
+                python_us_per_step=analysed.priced.python_us,
+                scaling=analysed.scaling,
             ),
             gpu_busy_pct=None if analysed.gpu is None else analysed.gpu.busy_pct,
             gpu=analysed.gpu,

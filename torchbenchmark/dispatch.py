@@ -1,16 +1,40 @@
-"""The dispatch verdict: how much of a step is per-op overhead, calibrated on this machine.
+"""The dispatch verdict: how much of a step is per-op overhead, priced per kind of event on this machine.
 
 Every op a model calls pays a fixed cost before any arithmetic: Python argument parsing, the dispatcher,
-autograd bookkeeping, an allocation, a kernel launch on a GPU. We price that cost by timing trivial ops
-(one-element tensors, so the arithmetic is nil) and multiply it by the ops a step calls:
+autograd bookkeeping, an allocation, a kernel launch on a GPU. What an event costs depends on how it was
+reached, so the light trace's op events are sorted into three kinds (``trace_analysis.EVENT_KINDS``) and
+each kind has its own price, calibrated on this machine per *event*:
 
-    overhead_fraction = ops_per_step * per_op_overhead / step_time
+    call      a top-level op called from Python: argument parsing, the dispatcher, the op's set-up
+    nested    an op dispatched inside another op or an autograd node (linear -> t, addmm): the dispatcher
+    autograd  an autograd engine node: the engine's scheduling and bookkeeping of one backward function
 
-``ops_per_step`` counts every op event in the light trace: each op the dispatcher handled, nested ones
-included, and each autograd node the backward pass ran, since every one of them pays the fixed cost.
-Pricing them all at the cost of a call from Python errs high for nested ops, so the fraction leans
-towards overhead; a model made of tiny ops comes out near 1, a model of large kernels near 0, and the
-verdict's thresholds leave a wide band between them.
+Python that makes no event (module ``__call__``, hooks, the optimizer's loops, glue between ops) is
+measured, not priced: it is the time on the step's thread with no top-level op running (the trace's
+*Python gap*, each gap between two ops at its least over the profiled steps, since preemption only
+adds to it), divided by the *cold
+factor* (``cold_factor``: how much slower view-only ops ran in the step than in the calibration, since
+the Python after a large op runs on caches the op filled with data, and that slowness belongs to the
+arithmetic), less what an empty profiled step holds (the harness and ``profiler.step``,
+``step_gap_us``) and what each call's own gap holds in a bare loop (argument parsing and the profiler's
+cost around a top-level event, ``call_gap_us``). So:
+
+    overhead_us = calls * call_us + nested * nested_us + autograd * autograd_us
+                  + max(0, python_gap_us / cold - step_gap_us - calls * call_gap_us)
+    overhead_fraction = overhead_us / step_time             (uncapped; the pinned field caps it at 1)
+
+Calibration times loops of trivial ops (one-element tensors, so the arithmetic is nil) and profiles each
+loop once to count the events an iteration emits, since one call is rarely one event (``a * 2.0``
+dispatches five). Prices follow in order, each from loops whose other kinds are already priced:
+``call_us`` from ops that nest nothing, ``nested_us`` pooled over ops that nest many, ``autograd_us``
+from the difference between a deep and a shallow backward (so the fixed cost of entering the engine,
+which the trace shows as Python gap, cancels). The loop's own cost is taken off every timing.
+
+The interval spans each calibration repeat's prices, the profiled steps' Python gaps (least, then median
+and without the cold factor at the top) and the measured step time's interquartile range:
+``[lowest overhead / q3 step, highest overhead / q1 step]``. A row is
+*borderline* when the interval crosses a verdict threshold: its verdict could flip on a rerun.
+
 
 Verdicts on a CPU, from the overhead fraction:
     >= DISPATCH_BOUND_AT (0.5)   dispatch-bound: most of the step is overhead; fewer or fused ops help,
@@ -32,81 +56,333 @@ costs.KERNEL_LIMITED_BELOW_PCT of the machine's peak its kernels, not its op cou
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import torch
+import torch.nn.functional as F
+from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
-from torchbenchmark.results import GpuEvidence
-from torchbenchmark.trace_analysis import TraceSummary
+from torchbenchmark.harness import StepTimer, device_sync
+from torchbenchmark.results import GpuEvidence, Scaling
+from torchbenchmark.spec import Budget
+from torchbenchmark.trace_analysis import EVENT_KINDS, OverheadEvents, TraceSummary, overhead_events_of_trace
 
 DISPATCH_BOUND_AT = 0.5
 COMPUTE_BOUND_BELOW = 0.2
+THRESHOLDS = (COMPUTE_BOUND_BELOW, DISPATCH_BOUND_AT)
 VERDICTS = ("dispatch-bound", "mixed", "compute-bound")
 HOST_WAIT_GPU_BOUND_AT = 0.5
 HOST_WAIT_CPU_BOUND_BELOW = 0.2
 QUEUED_AT_US = 50.0  # an idle GPU starts a kernel within about 10 µs of its launch, profiled
 LIMIT_VERDICTS = {"cpu": "dispatch-bound", "both": "mixed", "gpu": "compute-bound"}
-# Calls timed at a time on a GPU: fewer than its launch queue holds (about 1000), so no launch waits for
-# a free slot and the clock sees the host's cost per op, not the GPU's throughput for tiny kernels.
-LAUNCH_BATCH = 100
 
 
-def calibrate_per_op_overhead_us(device: torch.device, calls: int = 2000, repeats: int = 5) -> float:
-    """The mean cost of a trivial op on ``device``, in µs: the median over ``repeats`` runs of each op."""
-    if device.type == "cuda":
-        return _calibrate_launch_overhead_us(device, calls, repeats)
-    costs = []
-    for op in _trivial_ops(device):
-        for _ in range(100):  # warm the allocator and caches
-            op()
-        runs = []
-        for _ in range(repeats):
-            start = time.perf_counter_ns()
-            for _ in range(calls):
-                op()
-            runs.append((time.perf_counter_ns() - start) / calls / 1e3)
-        costs.append(statistics.median(runs))
-    return statistics.fmean(costs)
+@dataclasses.dataclass(frozen=True)
+class Prices:
+    """The fixed cost of one event of each kind on this machine, in µs."""
+
+    call_us: float
+    nested_us: float
+    autograd_us: float
+    call_gap_us: float  # Python gap per top-level call of a bare loop under the light profiler, loop excluded
+
+    def of(self, kind: str) -> float:
+        return getattr(self, f"{kind}_us")
 
 
-def _trivial_ops(device: torch.device) -> list[Callable[[], torch.Tensor]]:
-    a = torch.ones(1, device=device)
-    b = torch.ones(1, device=device)
-    # A few kinds of trivial call, because their fixed costs differ (a Python scalar is wrapped in a
-    # tensor, a reduction sets up an iterator): their mean prices a typical op better than any one.
-    return [lambda: a + b, lambda: a * 2.0, lambda: torch.relu(a), lambda: a.sum()]
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """Prices from each interleaved repeat of the calibration loops; the median of each is the estimate."""
+
+    repeats: tuple[Prices, ...]
+    step_gap_us: float = 0.0  # Python gap of an empty profiled step: the harness and the profiler's step
+    fixed_cost_op_us: dict[str, float] = dataclasses.field(default_factory=dict)  # as in OverheadEvents
+
+    @property
+    def prices(self) -> Prices:
+        return Prices(**{
+            field.name: statistics.median(getattr(p, field.name) for p in self.repeats)
+            for field in dataclasses.fields(Prices)
+        })  # fmt: skip
 
 
-def _calibrate_launch_overhead_us(device: torch.device, calls: int, repeats: int) -> float:
-    """The host's cost of a trivial op on a GPU: batches of LAUNCH_BATCH calls, each started on an idle
-    GPU and timed without waiting for their kernels (the host's side of a launch is what every op pays)."""
-    batches = max(1, calls // LAUNCH_BATCH)
-    costs = []
-    for op in _trivial_ops(device):
-        for _ in range(100):  # warm the allocator, caches and lazily loaded kernels
-            op()
-        runs = []
-        for _ in range(repeats):
-            elapsed_ns = 0
-            for _ in range(batches):
-                torch.cuda.synchronize(device)
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    """A calibration loop body and the events one iteration emits (counted by profiling it once)."""
+
+    name: str
+    run: Callable[[], object]
+    events: dict[str, float] = dataclasses.field(default_factory=dict)
+    gap_us: float = 0.0  # Python gap per iteration under the light profiler
+
+
+def _workloads(device: torch.device) -> list[Workload]:
+    one = dict(device=device)
+    a, b = torch.ones(1, **one), torch.ones(1, **one)
+    x, w, bias = torch.ones(1, 1, **one), torch.ones(1, 1, **one), torch.ones(1, **one)
+    table, index, offsets = torch.ones(4, 1, **one), torch.zeros(1, dtype=torch.long, **one), torch.zeros(1, dtype=torch.long, **one)
+    leaf = torch.ones(1, requires_grad=True, **one)
+
+    def backward(depth: int) -> Callable[[], None]:
+        def run() -> None:
+            y = leaf
+            for _ in range(depth):
+                y = y * a
+            y.sum().backward()
+
+        return run
+
+    # Ops of each shape a model's step is made of: calls that nest nothing, calls that nest a few or many
+    # ops (embedding_bag nests about 40), and backward passes of two depths.
+    return [
+        Workload("loop", lambda: None),
+        Workload("add", lambda: a + b),
+        Workload("view", lambda: x.view(-1)),
+        Workload("cat", lambda: torch.cat([a, b])),
+        Workload("mul_scalar", lambda: a * 2.0),
+        Workload("relu", lambda: torch.relu(a)),
+        Workload("sum", lambda: a.sum()),
+        Workload("linear", lambda: F.linear(x, w, bias)),
+        Workload("embedding_bag", lambda: F.embedding_bag(index, table, offsets)),
+        Workload("backward_1", backward(1)),
+        Workload("backward_8", backward(8)),
+    ]
+
+
+def _count_events(workloads: list[Workload], device: torch.device, iterations: int) -> tuple[list[Workload], dict[str, float]]:
+    """Each workload with the events and Python gap of one iteration, from one light profile of its loop,
+    and the median leaf duration of each fixed-cost op in that profile."""
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "calibration.json"
+        with profile(activities=activities) as prof:
+            for index, workload in enumerate(workloads):
+                # Named as profiler steps so the trace is read exactly as a model's trace is.
+                with record_function(f"ProfilerStep#{index}"):
+                    for _ in range(iterations):
+                        workload.run()
+        prof.export_chrome_trace(str(path))
+        counted = overhead_events_of_trace(path)
+    counted_workloads = [
+        dataclasses.replace(
+            workload,
+            events={kind: events[kind] / iterations for kind in EVENT_KINDS},
+            gap_us=gap / iterations,
+        )
+        for workload, events, gap in zip(workloads, counted.events_per_step, counted.python_gap_us_per_step)
+    ]
+    return counted_workloads, counted.fixed_cost_op_us
+
+
+def prices_from_timings(workloads: Sequence[Workload], cost_us: dict[str, float]) -> Prices:
+    """Per-event prices from each workload's counted events and its measured cost per iteration (µs).
+
+    ``cost_us`` must hold ``loop`` (an empty loop body), workloads that nest nothing, workloads that
+    nest ops, and ``backward_1`` and ``backward_8``; see the module docstring for the order.
+    """
+    by_name = {w.name: w for w in workloads}
+    loop = cost_us["loop"]
+    net = {name: max(0.0, cost - loop) for name, cost in cost_us.items()}
+    forward = [w for w in workloads if w.name != "loop" and not w.name.startswith("backward")]
+    flat = [w for w in forward if w.events["nested"] == 0 and w.events["call"] > 0]
+    nesting = [w for w in forward if w.events["nested"] > 0]
+    call_us = statistics.median(net[w.name] / w.events["call"] for w in flat)
+    nested_us = max(0.0, sum(net[w.name] - w.events["call"] * call_us for w in nesting) / sum(w.events["nested"] for w in nesting))
+    deep, shallow = by_name["backward_8"], by_name["backward_1"]
+    delta = {kind: deep.events[kind] - shallow.events[kind] for kind in EVENT_KINDS}
+    autograd_us = max(0.0, (net[deep.name] - net[shallow.name] - delta["call"] * call_us - delta["nested"] * nested_us) / delta["autograd"])
+    loop_gap = by_name["loop"].gap_us
+    call_gap_us = statistics.median(max(0.0, w.gap_us - loop_gap) / w.events["call"] for w in forward)
+    return Prices(call_us=call_us, nested_us=nested_us, autograd_us=autograd_us, call_gap_us=call_gap_us)
+
+
+def _step_gap_us(device: torch.device, steps: int = 20) -> float:
+    """The Python gap of an empty step profiled as a model's is: ``StepTimer`` and ``profiler.step``."""
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "steps.json"
+        with profile(
+            activities=activities,
+            schedule=schedule(wait=1, warmup=1, active=steps, repeat=1),
+            on_trace_ready=lambda prof: prof.export_chrome_trace(str(path)),
+        ) as prof:
+            timer = StepTimer(device_sync(device), after_step=prof.step)
+            timer.begin_call()
+            for _ in range(steps + 2):
+                timer()
+        return statistics.median(overhead_events_of_trace(path).python_gap_us_per_step)
+
+
+# Each timing is the fastest of this many short bursts: on a shared machine preemption only adds time.
+BURSTS = 8
+
+
+def calibrate(device: torch.device, calls: int = 1000, repeats: int = 5, profiled_calls: int = 300) -> Calibration:
+    """Per-event prices on ``device``, one set per repeat; the workloads take turns within each repeat."""
+    sync = device_sync(device)  # the case's own GPU, not the current one
+    workloads = _workloads(device)
+    for workload in workloads:
+        for _ in range(100):  # warm the allocator, the autograd graph and the caches
+            workload.run()
+    workloads, fixed_cost_op_us = _count_events(workloads, device, profiled_calls)
+    results = []
+    for _ in range(repeats):
+        cost_us = {}
+        for workload in workloads:
+            # Backward loops are 20-40x dearer per iteration: fewer of them take about as long.
+            n = max(1, (calls // 10 if workload.name.startswith("backward") else calls) // BURSTS)
+            bursts = []
+            for _ in range(BURSTS):
+                # Each burst starts on an idle GPU and is timed without waiting for its kernels: a burst
+                # is shorter than a GPU's launch queue, so the clock sees the host's cost per op, not the
+                # GPU's throughput for tiny kernels. (On a CPU the sync is a no-op.)
+                sync()
                 start = time.perf_counter_ns()
-                for _ in range(LAUNCH_BATCH):
-                    op()
-                elapsed_ns += time.perf_counter_ns() - start
-            runs.append(elapsed_ns / (batches * LAUNCH_BATCH) / 1e3)
-        costs.append(statistics.median(runs))
-    torch.cuda.synchronize(device)
-    return statistics.fmean(costs)
+                for _ in range(n):
+                    workload.run()
+                bursts.append((time.perf_counter_ns() - start) / n / 1e3)
+            sync()
+            cost_us[workload.name] = min(bursts)
+        results.append(prices_from_timings(workloads, cost_us))
+    return Calibration(repeats=tuple(results), step_gap_us=_step_gap_us(device), fixed_cost_op_us=fixed_cost_op_us)
 
 
-def overhead_fraction(ops_per_step: float, per_op_overhead_us: float, step_ms: float) -> float:
-    """Estimated share of a step spent on per-op overhead, capped at 1."""
+@dataclasses.dataclass(frozen=True)
+class Estimate:
+    """The overhead of an average step, priced per kind of event, and its share of the step."""
+
+    events_per_step: dict[str, float]  # by kind in EVENT_KINDS
+    python_us: float  # per step: Python time that made no event (gap beyond what the calls' own gaps hold)
+    cold: float  # the cold factor the gap was divided by
+    overhead_us: float  # per step, all kinds and the Python time
+    fraction: float  # overhead over the median step time, uncapped
+    interval: tuple[float, float]  # lowest and highest fraction the spreads allow
+
+    @property
+    def borderline(self) -> bool:
+        """True when the interval crosses a verdict threshold: a rerun could give another verdict."""
+        low, high = self.interval
+        return verdict(low) != verdict(high)
+
+
+# The cold factor reads an op only when a step times it this often: one or two can be slow for reasons
+# of their own (an as_strided inside a reduction's set-up), and would silence the whole Python gap.
+COLD_MIN_PER_STEP = 10
+
+
+def cold_factor(model_us: dict[str, float], calibration_us: dict[str, float]) -> float:
+    """How much slower fixed costs ran in the model's trace than in the calibration's, at least 1.
+
+    The least, over the fixed-cost ops both traces hold, of the ratio of their median durations; 1 when
+    they share none. Caches the step's arithmetic has filled with data (and a busy machine) slow the Python
+    between ops as they slow these ops: the Python gap is divided by this factor, so it is counted at
+    the speed the events are priced at.
+    """
+    ratios = [model_us[name] / calibration_us[name] for name in model_us.keys() & calibration_us.keys() if calibration_us[name] > 0]
+    return max(1.0, min(ratios)) if ratios else 1.0
+
+
+def _overhead_us(
+    events: dict[str, float], gap_us: float, prices: Prices, step_gap_us: float, cold: float = 1.0
+) -> tuple[float, float]:
+    """(overhead, Python time) per step in µs."""
+    python_us = max(0.0, gap_us / cold - step_gap_us - events["call"] * prices.call_gap_us)
+    return sum(events[kind] * prices.of(kind) for kind in EVENT_KINDS) + python_us, python_us
+
+
+def estimate(events: OverheadEvents, calibration: Calibration, step_ms: float, step_iqr_ms: float = 0.0) -> Estimate:
+    """The overhead share of a step of median ``step_ms`` whose light trace gave ``events``.
+
+    The Python gap is the least of the profiled steps' (the median for the interval's top): a process
+    the machine's other work preempts shows the lost time as gap, so gaps err only upwards.
+    """
     if step_ms <= 0:
         raise ValueError("step time must be positive")
-    return min(1.0, ops_per_step * per_op_overhead_us / (step_ms * 1e3))
+    per_step = {kind: events.mean_events(kind) for kind in EVENT_KINDS}
+    gaps = events.python_gap_us_per_step or (0.0,)
+    least_gap, median_gap = min(gaps), statistics.median(gaps)
+    if events.least_python_gap_us is not None:
+        least_gap = min(least_gap, events.least_python_gap_us)
+    step_gap = calibration.step_gap_us
+    timed = {name: us for name, us in events.fixed_cost_op_us.items()
+             if events.fixed_cost_ops_per_step.get(name, COLD_MIN_PER_STEP) >= COLD_MIN_PER_STEP}  # fmt: skip
+    cold = cold_factor(timed, calibration.fixed_cost_op_us)
+    overhead_us, python_us = _overhead_us(per_step, least_gap, calibration.prices, step_gap, cold)
+    low_us = min(_overhead_us(per_step, least_gap, p, step_gap, cold)[0] for p in calibration.repeats)
+    # The top of the interval takes the gap as measured: the cold factor is itself an estimate.
+    high_us = max(_overhead_us(per_step, median_gap, p, step_gap)[0] for p in calibration.repeats)
+    step_low_ms, step_high_ms = max(step_ms - step_iqr_ms / 2, step_ms / 2), step_ms + step_iqr_ms / 2
+    return Estimate(
+        events_per_step=per_step,
+        python_us=python_us,
+        cold=cold,
+        overhead_us=overhead_us,
+        fraction=overhead_us / (step_ms * 1e3),
+        interval=(low_us / (step_high_ms * 1e3), high_us / (step_low_ms * 1e3)),
+    )
+
+
+# --scaling: the batch sizes timed besides the case's own, as divisors of it.
+SCALING_DIVISORS = (2, 4, 8)
+# The event-based fraction agrees with the scaling bound when it is at most this much above it (the
+# bound holds, within noise) and at least this share of it (the intercept also holds arithmetic that
+# does not grow with the batch, such as weight updates, so it may sit well above the overhead).
+AGREEMENT_ABOVE = 1.25
+AGREEMENT_BELOW = 1 / 3
+
+
+def scaling_budget(budget: Budget) -> Budget:
+    """A shorter budget for the extra batch sizes: their medians feed a fit, not a row of their own."""
+    return dataclasses.replace(
+        budget,
+        warmup_s=min(budget.warmup_s, 1.0),
+        measure_s=min(budget.measure_s, 0.5),
+        max_steps=min(budget.max_steps, 500),  # a load spike in warmup must not ask for minutes of steps
+        windows=2,
+        edge_calls=1,
+        edge_s=0.0,
+    )
+
+
+def fit_line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
+    """Least-squares intercept and slope of ``y = intercept + slope * x``."""
+    slope, intercept = statistics.linear_regression(xs, ys)
+    return intercept, slope
+
+
+def scaling_batch_sizes(batch_size: int) -> list[int]:
+    """The smaller batch sizes ``--scaling`` times beside ``batch_size`` (fewer than two: no estimate)."""
+    return sorted({max(1, batch_size // d) for d in SCALING_DIVISORS} - {batch_size})
+
+
+def scaling_from_steps(step_ms: dict[int, float], batch_size: int, fraction: float) -> Scaling:
+    """The overhead bound from the median step at each batch size (``batch_size``, the case's, among them),
+    checked against ``fraction``, the event-based estimate."""
+    batches = tuple(sorted(step_ms))
+    times = tuple(step_ms[b] for b in batches)
+    intercept, _ = fit_line(batches, times)
+    upper = max(0.0, intercept) / step_ms[batch_size]
+    agrees = AGREEMENT_BELOW * upper <= fraction <= AGREEMENT_ABOVE * upper
+    return Scaling(batch_sizes=batches, step_ms=times, intercept_ms=intercept, fraction_upper=upper, agrees=agrees)
+
+
+def scaling_estimate(
+    step_ms_at: Callable[[int], float], batch_size: int, step_ms: float, fraction: float
+) -> Scaling | None:
+    """The overhead bound from step times at ``batch_size`` and smaller batches; None below batch 4.
+
+    ``step_ms_at(batch)`` measures the median step at ``batch``; ``fraction`` is the event-based estimate
+    the bound is checked against.
+    """
+    smaller = scaling_batch_sizes(batch_size)
+    if len(smaller) < 2:
+        return None
+    return scaling_from_steps({**{b: step_ms_at(b) for b in smaller}, batch_size: step_ms}, batch_size, fraction)
 
 
 def verdict(fraction: float) -> str:

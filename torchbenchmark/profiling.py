@@ -74,9 +74,10 @@ def run_profile(model: Any, mode: str, device: torch.device, kind: str, active: 
             prof.export_chrome_trace(str(raw))
             with open(raw, "rb") as source, gzip.open(partial, "wb", compresslevel=GZIP_LEVEL) as target:
                 _copy_with_distributed_info(source, target)
-        finally:
+            os.replace(partial, trace_path)
+        finally:  # on every path: a failed export (a full disk) leaves no temporary file
             raw.unlink(missing_ok=True)
-        os.replace(partial, trace_path)
+            partial.unlink(missing_ok=True)
         export_s = time.perf_counter() - started
 
     started = time.perf_counter()

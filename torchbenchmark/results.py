@@ -29,7 +29,7 @@ def format_ms(value: float) -> str:
 
 
 def _from_fields(cls: type, data: dict[str, Any]) -> Any:
-    """A flat dataclass from the dict its ``asdict`` gave (a field added since the dict was written keeps its default)."""
+    """A flat dataclass from the dict its ``asdict`` gave; a field an older row lacks keeps its default."""
     return cls(**{field.name: data[field.name] for field in dataclasses.fields(cls) if field.name in data})
 
 
@@ -63,6 +63,26 @@ class TopOp:
 
 
 @dataclasses.dataclass(frozen=True)
+class Scaling:
+    """Overhead by batch-size scaling: step time = intercept + slope * batch, fitted over several batches.
+
+    The intercept is the step's batch-independent time: the overhead and any arithmetic that does not
+    grow with the batch (weight updates), so its share of the step is an upper bound on the overhead's.
+    """
+
+    batch_sizes: tuple[int, ...]
+    step_ms: tuple[float, ...]  # median step time at each batch size
+    intercept_ms: float
+    fraction_upper: float  # intercept over the step time at the case's batch size
+    agrees: bool  # whether the event-based estimate is consistent with it (torchbenchmark.dispatch.AGREEMENT_*)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Scaling:
+        fields = dict(data, batch_sizes=tuple(data["batch_sizes"]), step_ms=tuple(data["step_ms"]))
+        return _from_fields(cls, fields)
+
+
+@dataclasses.dataclass(frozen=True)
 class Dispatch:
     """The verdict and the evidence it rests on."""
 
@@ -70,10 +90,27 @@ class Dispatch:
     overhead_fraction: float
     ops_per_step: float
     median_op_us: float
-    per_op_overhead_us: float  # the calibrated cost of a trivial op on this machine
+    per_op_overhead_us: float  # the calibrated cost of a trivial top-level call on this machine
+    # The pricing behind overhead_fraction (torchbenchmark.dispatch): uncapped, with its spread.
+    overhead_fraction_uncapped: float | None = None
+    overhead_interval: tuple[float, float] | None = None  # lowest, highest fraction the spreads allow
+    borderline: bool = False  # the interval crosses a verdict threshold
+    events_per_step: dict[str, float] | None = None  # call, nested, autograd
+    prices_us: dict[str, float] | None = None  # per event of each kind, and call_gap_us
+    python_us_per_step: float | None = None  # Python time that made no event
+    scaling: Scaling | None = None  # the second estimate, by batch-size scaling, when asked for
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Dispatch:
+        fields = dict(data)
+        if fields.get("overhead_interval") is not None:
+            fields["overhead_interval"] = tuple(fields["overhead_interval"])
+        if fields.get("scaling") is not None:
+            fields["scaling"] = Scaling.from_dict(fields["scaling"])
+        return _from_fields(cls, fields)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -247,7 +284,8 @@ class CaseResult:
             return f"{head}: {self.status}" + (f" ({self.error})" if self.error else "")
         figures = f"{format_ms(self.step_time.median_ms)} ms/step (IQR {format_ms(self.step_time.iqr_ms)} ms)"
         if self.dispatch is not None:
-            figures += f", {self.dispatch.verdict} (overhead {self.dispatch.overhead_fraction:.0%})"
+            figures += f", {self.dispatch.verdict} (overhead {self.dispatch.overhead_fraction:.0%}"
+            figures += ", borderline)" if self.dispatch.borderline else ")"
         if self.speedup_vs_eager is not None:
             figures += f", {self.speedup_vs_eager:.2f}x eager"
         reasons = self.untrustworthy_reasons
@@ -323,7 +361,7 @@ class CaseResult:
             detailed_distortion_pct=distortion.get("detailed"),
             edge_distortion_pct=data.get("edge_distortion_pct"),
             phases_pct={phase: phases[phase] for phase in PHASES} if phases else None,
-            dispatch=_from_fields(Dispatch, data["dispatch"]) if data.get("dispatch") else None,
+            dispatch=Dispatch.from_dict(data["dispatch"]) if data.get("dispatch") else None,
             gpu_busy_pct=data.get("gpu_busy_pct"),
             gpu=_from_fields(GpuEvidence, data["gpu"]) if data.get("gpu") else None,
             top_ops=tuple(_from_fields(TopOp, op) for op in data.get("top_ops") or ()),

@@ -96,6 +96,7 @@ class CaseSpec:
     budget: Budget = Budget()
     threads: int | None = None  # torch intra-op threads; None: torch's default
     detailed: bool = True  # take the detailed profile too
+    scaling: bool = False  # also bound the overhead by batch-size scaling (dispatch.scaling_estimate)
     top_ops: int = 10  # rows in the top-ops table
     timeout_s: float = 600.0  # the case's process, start-up included
     repeat: int = 0  # which of the sweep's --repeat processes this is (0: the first, the one that profiles)

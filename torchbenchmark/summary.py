@@ -14,7 +14,7 @@ from typing import Any
 from tabulate import tabulate
 
 from torchbenchmark.dispatch import COMPUTE_BOUND_BELOW, DISPATCH_BOUND_AT
-from torchbenchmark.results import MIN_STEPS_FOR_SPREAD, UNTRUSTWORTHY_IQR_FRACTION, CaseResult, format_ms
+from torchbenchmark.results import MIN_STEPS_FOR_SPREAD, UNTRUSTWORTHY_IQR_FRACTION, CaseResult, Dispatch, format_ms
 from torchbenchmark.storage import Summary, dumps, sort_rows
 
 
@@ -40,6 +40,11 @@ def _phases(result: CaseResult) -> str:
     return "/".join(f"{phases[p]:.0f}" for p in ("forward", "backward", "optimizer")) if phases else ""
 
 
+def _fraction(dispatch: Dispatch) -> float:
+    """The uncapped overhead fraction where the row has one (a step can hold more overhead than 100%)."""
+    return dispatch.overhead_fraction if dispatch.overhead_fraction_uncapped is None else dispatch.overhead_fraction_uncapped
+
+
 def note(result: CaseResult) -> str:
     """Why an ok row's figure is not to be trusted, and what else to know of its costs; or nothing."""
     notes = []
@@ -50,6 +55,12 @@ def note(result: CaseResult) -> str:
         notes.append(f"kernels limit it: {result.costs.pct_of_peak:.1f}% of peak")
     if result.costs is not None and (result.costs.pct_of_peak or 0) > 100:
         notes.append("above the peak: the peak was measured under load")
+    dispatch = result.dispatch
+    if dispatch is not None and dispatch.borderline and dispatch.overhead_interval is not None:
+        low, high = dispatch.overhead_interval
+        notes.append(f"borderline: overhead {100 * low:.0f}-{100 * high:.0f}%")
+    if dispatch is not None and dispatch.scaling is not None and not dispatch.scaling.agrees:
+        notes.append(f"scaling disagrees: bound {100 * dispatch.scaling.fraction_upper:.1f}%")
     return "; ".join(notes)
 
 
@@ -98,7 +109,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("fwd/bwd/opt %", _phases, numeric=False),
     Column("ops/step", lambda r: number(r.dispatch.ops_per_step if r.dispatch else None, 0)),
     Column("op µs", lambda r: number(r.dispatch.median_op_us if r.dispatch else None, 1)),
-    Column("overhead %", lambda r: number(100 * r.dispatch.overhead_fraction if r.dispatch else None, 1)),
+    Column("overhead %", lambda r: number(100 * _fraction(r.dispatch) if r.dispatch else None, 1)),
     Column("verdict", lambda r: r.dispatch.verdict if r.dispatch else "", numeric=False),
     Column("GFLOP/step", lambda r: significant(_cost(r, "flops_per_step", 1e9))),
     Column("GFLOP/s", lambda r: significant(_cost(r, "achieved_gflops"))),
@@ -233,8 +244,8 @@ def _interval(case: Any) -> str:
 
 
 def _verdicts(case: Any) -> str:
-    if case.base_verdict == case.new_verdict:
-        return case.new_verdict or ""
+    if case.base_verdict == case.new_verdict or case.call in ("only in base", "only in new"):
+        return case.new_verdict or case.base_verdict or ""
     return f"{case.base_verdict or '-'} -> {case.new_verdict or '-'}"
 
 

@@ -276,3 +276,117 @@ def _gpu_summary(
 
 def summarize_trace(path: str | Path, top: int = 10) -> TraceSummary:
     return summarize_events(load_events(path), top=top)
+
+
+# Kinds of op event, by what their fixed cost covers (priced in torchbenchmark.dispatch):
+#   call      a top-level op: called from Python (the model, a loss, the optimizer's foreach ops)
+#   nested    an op dispatched inside another op or inside an autograd node (linear -> t, addmm, ...)
+#   autograd  an autograd engine node: the engine's scheduling and bookkeeping of one backward function
+EVENT_KINDS = ("call", "nested", "autograd")
+AUTOGRAD_NODE_PREFIX = "autograd::engine::evaluate_function"
+# Ops of fixed cost: no arithmetic and no allocation at any size, so what one takes in a trace measures
+# how fast fixed costs run there (torchbenchmark.dispatch.cold_factor). as_strided alone: it is the leaf
+# every view op (select, t, transpose, expand, slice) ends in, so it is reached the same way in any trace.
+FIXED_COST_OPS = ("aten::as_strided",)
+
+
+@dataclasses.dataclass(frozen=True)
+class OverheadEvents:
+    """The op events of each profiled step by kind, and the Python time between them that made no event."""
+
+    events_per_step: tuple[dict[str, int], ...]  # per step: events of each kind in EVENT_KINDS
+    python_gap_us_per_step: tuple[float, ...]  # per step: time on the step's thread with no op running,
+    # except between two autograd nodes (the engine's own scheduling, priced with the nodes)
+    fixed_cost_op_us: dict[str, float] = dataclasses.field(default_factory=dict)  # median duration of each
+    # FIXED_COST_OPS name that ran as a leaf (with no op inside it)
+    least_python_gap_us: float | None = None  # each gap at its least over the steps, summed (see below)
+    fixed_cost_ops_per_step: dict[str, float] = dataclasses.field(default_factory=dict)  # how many were timed
+
+    @property
+    def steps(self) -> int:
+        return len(self.events_per_step)
+
+    def mean_events(self, kind: str) -> float:
+        return statistics.fmean(step[kind] for step in self.events_per_step) if self.events_per_step else 0.0
+
+    @property
+    def median_python_gap_us(self) -> float:
+        return statistics.median(self.python_gap_us_per_step) if self.python_gap_us_per_step else 0.0
+
+
+def _step_threads(events: Iterable[Event]) -> list[tuple[float, float, Any]]:
+    """(start, end, (pid, tid)) of each ProfilerStep, in time order."""
+    return sorted(
+        (float(e["ts"]), float(e["ts"]) + float(e["dur"]), (e.get("pid"), e.get("tid")))
+        for e in events
+        if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")
+    )
+
+
+def overhead_events(events: Sequence[Event]) -> OverheadEvents:
+    """Each step's op events by kind (EVENT_KINDS) and its Python gap time. Raises ValueError without steps.
+
+    An event is the child of the innermost event on its thread that is still open when it starts. The
+    Python gap of a step is the time on the step's thread covered by no top-level op, less the time between
+    two consecutive autograd nodes: in it Python ran (module wrappers, glue, the optimizer's loops, the
+    harness), or the profiler itself, which the calibration's own gaps measure.
+    """
+    steps = _step_threads(events)
+    if not steps:
+        raise ValueError("the trace holds no ProfilerStep events: was the profiler stepped?")
+    ops_by_thread: dict[Any, list[Event]] = defaultdict(list)
+    for event in events:
+        if event.get("ph") == "X" and event.get("cat") == "cpu_op" and "dur" in event:
+            ops_by_thread[(event.get("pid"), event.get("tid"))].append(event)
+    counts: list[dict[str, int]] = []
+    gaps: list[float] = []
+    gap_lists: list[list[float]] = []
+    leaf_us: dict[str, list[float]] = defaultdict(list)
+    for start, end, thread in steps:
+        ops = sorted(
+            (op for op in ops_by_thread.get(thread, ()) if start <= float(op["ts"]) < end),
+            key=lambda op: (float(op["ts"]), -float(op["dur"])),
+        )
+        count = dict.fromkeys(EVENT_KINDS, 0)
+        stack: list[tuple[float, bool]] = []  # (end time, inside an autograd node) of the open ancestors
+        tops: list[tuple[float, float, bool]] = []  # (start, end, is an autograd node) of top-level ops
+        for index, op in enumerate(ops):
+            op_start, op_end = float(op["ts"]), float(op["ts"]) + float(op["dur"])
+            while stack and stack[-1][0] <= op_start:
+                stack.pop()
+            name = str(op.get("name", ""))
+            is_node = name.startswith(AUTOGRAD_NODE_PREFIX)
+            in_node = is_node or (bool(stack) and stack[-1][1])
+            is_leaf = index + 1 == len(ops) or float(ops[index + 1]["ts"]) >= op_end
+            # Outside the engine only: an op a node reaches costs more for reasons of its own.
+            if name in FIXED_COST_OPS and is_leaf and not in_node:
+                leaf_us[name].append(float(op["dur"]))
+            if not stack:
+                tops.append((op_start, op_end, is_node))
+            count["autograd" if is_node else "nested" if stack else "call"] += 1
+            stack.append((op_end, in_node))
+        counts.append(count)
+        step_gaps, cursor, previous_node = [], start, False
+        for op_start, op_end, is_node in tops:
+            if not (previous_node and is_node):
+                step_gaps.append(max(0.0, op_start - cursor))
+            cursor, previous_node = max(cursor, op_end), is_node
+        step_gaps.append(max(0.0, end - cursor))
+        gaps.append(sum(step_gaps))
+        gap_lists.append(step_gaps)
+    # Steps of one model call the same ops in the same order, so their gaps pair up by position; the
+    # least of each position drops a preemption wherever it did not strike every step at the same gap.
+    least = None
+    if len({len(step_gaps) for step_gaps in gap_lists}) == 1:
+        least = sum(min(position) for position in zip(*gap_lists))
+    return OverheadEvents(
+        events_per_step=tuple(counts),
+        python_gap_us_per_step=tuple(gaps),
+        least_python_gap_us=least,
+        fixed_cost_op_us={name: statistics.median(durations) for name, durations in leaf_us.items()},
+        fixed_cost_ops_per_step={name: len(durations) / len(steps) for name, durations in leaf_us.items()},
+    )
+
+
+def overhead_events_of_trace(path: str | Path) -> OverheadEvents:
+    return overhead_events(load_events(path))

@@ -1,0 +1,209 @@
+"""Verdict accuracy: the tool's overhead fraction against two measured ground truths, case by case.
+
+    python benchmarks/verdict_accuracy.py [--cases "dlrm eval,..."] [--rounds 5] [--threads 1] [--out DIR]
+    python benchmarks/verdict_accuracy.py --reprice DIR/results.json
+
+``--reprice`` prices the light traces a run kept again, with a fresh calibration and the current
+pricing, against the truth that run measured: a change to the pricing is checked in seconds.
+
+For each case the tool's estimate comes from ``collect_diagnostics`` (light profile only), then the truth
+is measured on the same warm machine, every variant taking turns in each round (``_report.interleaved``):
+- twin: the same graph of ops with every width shrunk (a config per case below), run at batch 1, so
+  it calls nearly the same ops with next to no arithmetic. Its step time, scaled by the ratio of op
+  events (real over twin, from one light profile of each), over the real step time is the best estimate
+  of the overhead share: the truth the tool is held to.
+- scaling: step times at the case's batch and at 1/2, 1/4 and 1/8 of it; the intercept of the
+  least-squares line over its step time is an upper bound on the share (the intercept also holds
+  arithmetic that does not grow with the batch).
+Each variant's figure in a round is its fastest step (preemption on a shared machine only adds time),
+then the median over rounds; each round's twin and real steps are taken back to back.
+The tool's overhead (µs per step) is divided by the same real step time the truth is, so the
+comparison is of the overhead estimate alone, not of two step times taken minutes apart on a loaded
+machine; the tool's own fraction is shown too. A case passes when the estimate is within a factor of
+1.5 of the twin's share.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from tabulate import tabulate
+
+from _report import append, interleaved
+from torchbenchmark import dispatch
+from torchbenchmark.diagnose import collect_diagnostics
+from torchbenchmark.harness import Budget, StepTimer, timed_call
+from torchbenchmark.models.recommendation import DLRM, DLRMNet
+from torchbenchmark.profiling import run_profile
+from torchbenchmark.registry import model_class
+from torchbenchmark.steady import steady_process
+from torchbenchmark.trace_analysis import overhead_events_of_trace, summarize_trace
+
+FACTOR = 1.5
+ROUND_S = 0.3  # time each variant runs per round
+BUDGET = Budget(warmup_s=2.0, measure_s=1.0)
+
+
+class NarrowDLRM(DLRM):
+    """DLRM with every MLP width and the embedding dimension at 2: the same ops, no arithmetic."""
+
+    def build(self) -> torch.nn.Module:
+        return DLRMNet(self.num_dense, [self.rows_per_table] * self.num_tables, self.embedding_dim, bottom=[2, 2], top=[2, 2])
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    model: str
+    mode: str
+    batch_size: int | None = None  # None: the model's default
+    twin: dict[str, Any] = dataclasses.field(default_factory=dict)  # constructor arguments of the twin
+    twin_class: type | None = None  # a narrower class, when widths are not constructor arguments
+
+    @property
+    def label(self) -> str:
+        return f"{self.model} {self.mode}" + (f" bs={self.batch_size}" if self.batch_size else "")
+
+
+_DLRM_TWIN = {"embedding_dim": 2, "rows_per_table": 100, "lookups_per_bag": 1}
+CASES = {
+    c.label: c
+    for c in [
+        Case("dlrm", "train", twin=_DLRM_TWIN, twin_class=NarrowDLRM),
+        Case("dlrm", "eval", twin=_DLRM_TWIN, twin_class=NarrowDLRM),
+        Case("soft_actor_critic", "train", twin={"hidden": 2}),
+        Case("soft_actor_critic", "eval", twin={"hidden": 2}),
+        Case("lstm_lm", "train", twin={"dim": 2, "vocab_size": 4}),
+        Case("lstm_lm", "eval", twin={"dim": 2, "vocab_size": 4}),
+        Case("hf_DistilBert", "eval", twin={"seq_len": 4, "config": {"dim": 12, "hidden_dim": 12}}),
+        Case("pyhpc_equation_of_state", "eval", batch_size=4096),
+        Case("pyhpc_equation_of_state", "eval", batch_size=65536),
+        Case("resnet18", "eval", twin={"image_size": 32}),
+    ]
+}
+
+
+def step_ms(model: Any, mode: str, steps: int) -> float:
+    """The fastest of ``steps`` steps: on a shared machine preemption only adds time."""
+    timer = StepTimer()
+    timed_call(model, mode, steps + 1, timer)  # +1: the first step holds the call's edge
+    return min(timer.inner_ns()) / 1e6
+
+
+def ops_per_step(model: Any, mode: str, trace_path: Path) -> float:
+    run = run_profile(model, mode, torch.device("cpu"), "light", 5, trace_path)
+    return summarize_trace(run.trace_path).ops_per_step
+
+
+def timer_for(model: Any, mode: str) -> Callable[[], float]:
+    estimate = step_ms(model, mode, 3)  # also warms the model
+    steps = max(3, int(ROUND_S * 1e3 / max(estimate, 1e-3)))
+    return lambda: step_ms(model, mode, steps)
+
+
+def measure(case: Case, rounds: int, out_dir: Path) -> dict[str, Any]:
+    tool = collect_diagnostics(case.model, case.mode, batch_size=case.batch_size, budget=BUDGET, detailed=False,
+                               out_dir=out_dir)
+    if tool.status != "ok":
+        raise RuntimeError(f"{case.label}: {tool.status} ({tool.error})")
+    cls = model_class(case.model)
+    batch = tool.batch_size
+    real = cls(device="cpu", batch_size=batch)
+    twin = (case.twin_class or cls)(device="cpu", batch_size=1, **case.twin)
+    smaller = sorted({max(1, batch // d) for d in dispatch.SCALING_DIVISORS} - {batch})
+    variants = {"real": timer_for(real, case.mode), "twin": timer_for(twin, case.mode)}
+    for b in smaller:
+        variants[f"bs{b}"] = timer_for(cls(device="cpu", batch_size=b), case.mode)
+    figures = interleaved(variants, rounds)
+    real_ms = statistics.median(figures["real"])
+    ops_ratio = tool.dispatch.ops_per_step / ops_per_step(twin, case.mode, out_dir / tool.model / f"{case.mode}-twin-bs1.pt.trace.json.gz")
+    twin_share = statistics.median(t * ops_ratio / r for t, r in zip(figures["twin"], figures["real"]))
+    scaling = None
+    if len(smaller) >= 2:
+        batches = [*smaller, batch]
+        intercept, _ = dispatch.fit_line(batches, [statistics.median(figures[f"bs{b}"]) for b in smaller] + [real_ms])
+        scaling = max(0.0, intercept) / real_ms
+    d = tool.dispatch
+    overhead_us = d.overhead_fraction_uncapped * tool.step_time.median_ms * 1e3
+    same_step = overhead_us / (real_ms * 1e3)
+    return {
+        "case": case.label, "batch": batch, "real ms": real_ms, "tool": d.overhead_fraction_uncapped,
+        "interval": d.overhead_interval, "borderline": d.borderline, "verdict": d.verdict,
+        "twin ops ratio": ops_ratio, "twin": twin_share, "scaling upper": scaling,
+        "tool / twin": same_step / twin_share, "tool same step": same_step,
+        "real iqr ms": tool.step_time.iqr_ms, "tool ms": tool.step_time.median_ms,
+        "trace": str(out_dir / tool.traces["light"]), "twin ms": statistics.median(figures["twin"]),
+    }  # fmt: skip
+
+
+def render(rows: list[dict[str, Any]]) -> str:
+    """The table of estimate against truth, one row per case."""
+    return tabulate(
+        [
+            (r["case"], r["batch"], f"{r['real ms']:.3g}", f"{r['tool']:.4f}", f"{r['tool same step']:.4f}",
+             f"{r['interval'][0]:.4f}-{r['interval'][1]:.4f}", "yes" if r["borderline"] else "", r["verdict"],
+             f"{r['twin']:.4f}", f"{r['twin ops ratio']:.2f}",
+             "" if r["scaling upper"] is None else f"{r['scaling upper']:.4f}", f"{r['tool / twin']:.2f}",
+             "yes" if 1 / FACTOR <= r["tool / twin"] <= FACTOR else "NO")
+            for r in rows
+        ],  # fmt: skip
+        headers=["case", "batch", "ms/step", "tool", "tool, same step", "tool interval", "borderline", "verdict", "twin (truth)",
+                 "ops real/twin", "scaling bound", "tool/truth", "within 1.5x"],
+        disable_numparse=True,
+    )
+
+
+def reprice(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each row's estimate again from its kept light trace, priced with a calibration taken now."""
+    calibration = dispatch.calibrate(torch.device("cpu"))
+    repriced = []
+    for row in rows:
+        priced = dispatch.estimate(overhead_events_of_trace(row["trace"]), calibration, row["tool ms"], row["real iqr ms"])
+        same_step = priced.overhead_us / (row["real ms"] * 1e3)
+        repriced.append(dict(
+            row, tool=priced.fraction, interval=priced.interval, borderline=priced.borderline,
+            verdict=dispatch.verdict(priced.fraction), **{"tool same step": same_step, "tool / twin": same_step / row["twin"]},
+        ))  # fmt: skip
+    return repriced
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", default=",".join(CASES), help="labels as listed in CASES, comma-separated")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1: the cores are shared)")
+    parser.add_argument("--out", default=tempfile.mkdtemp(prefix="verdict_accuracy_"),
+                        help="where the traces and results.json go")
+    parser.add_argument("--reprice", metavar="RESULTS_JSON", help="price a run's kept traces again (see above)")
+    parser.add_argument("--dry-run", action="store_true", help="print the table, do not append it to RESULTS.md")
+    args = parser.parse_args()
+    steady_process()
+    torch.set_num_threads(args.threads)
+    rows = []
+    if args.reprice:
+        rows = reprice(json.loads(Path(args.reprice).read_text(encoding="utf-8")))
+    for label in [] if args.reprice else args.cases.split(","):
+        # A folder per case: two batch sizes of one model would write the same trace names.
+        result = measure(CASES[label], args.rounds, Path(args.out) / label.replace(" ", "_").replace("=", ""))
+        print(result, flush=True)
+        rows.append(result)
+        (Path(args.out) / "results.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    table = render(rows)
+    within = sum(1 / FACTOR <= r["tool / twin"] <= FACTOR for r in rows)
+    if args.dry_run:
+        print(table)
+        return
+    append("Verdict accuracy: overhead fraction against the nil-arithmetic twin and batch scaling", table,
+           f"{within} of {len(rows)} cases within {FACTOR}x of the twin's share; {args.rounds} interleaved rounds, "
+           f"medians; torch threads {args.threads}.")
+
+
+if __name__ == "__main__":
+    main()
