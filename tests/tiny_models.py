@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from typing import Any
 
 import torch
@@ -103,3 +105,21 @@ class BufferOnWrongDevice(TinyMLP):
     def __init__(self, device: str = "cpu", batch_size: int | None = None) -> None:
         super().__init__(device, batch_size)
         self.module.register_buffer("stray", torch.zeros(1, device="meta"))
+
+
+class RankOneFails(TinyMLP):
+    """Under DistributedDataParallel, rank 1 cannot build the model; rank 0 can."""
+
+    def __init__(self, device: str = "cpu", batch_size: int | None = None) -> None:
+        if os.environ.get("RANK") == "1":
+            raise RuntimeError("rank one fails on purpose")
+        super().__init__(device, batch_size)
+
+
+class RankOneHangs(TinyMLP):
+    """Under DistributedDataParallel, rank 1 never finishes building the model."""
+
+    def __init__(self, device: str = "cpu", batch_size: int | None = None) -> None:
+        if os.environ.get("RANK") == "1":
+            time.sleep(3600)
+        super().__init__(device, batch_size)

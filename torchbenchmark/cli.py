@@ -2,7 +2,7 @@
 
 Exit status: 0 every case ok or skipped; 1 a case failed or timed out; 2 a usage error (nothing was
 run or written); 130 interrupted by Ctrl-C (SIGINT); 143 interrupted by SIGTERM. Subcommands
-(``compare``) are named first: ``diagnostics.py compare BASE NEW``.
+(``compare``, ``merge``) are named first: ``diagnostics.py compare BASE NEW``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from tabulate import tabulate
 
@@ -37,7 +38,8 @@ EPILOG = """\
 models: registered names (see --list), 'all', or plug-ins that follow the model contract, given as
 package.module:ClassName or path/to/file.py:ClassName.
 
-subcommands: 'diagnostics.py compare BASE NEW' compares two runs (see 'compare --help').
+subcommands: 'diagnostics.py compare BASE NEW' compares two runs (see 'compare --help');
+'diagnostics.py merge OUT1 OUT2 ... --out MERGED' joins the outputs of --shard runs (see 'merge --help').
 
 outputs, under --out: runs/<run-id>.json (this run's record: environment, command, a row per case;
 never changed once the run ends), summary.txt and summary.json (the latest row of every case over
@@ -88,6 +90,15 @@ def _percent(text: str) -> float:
     return value
 
 
+def _shard(text: str) -> Any:
+    from torchbenchmark.shard import Shard
+
+    try:
+        return Shard.parse(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="diagnostics.py",
@@ -96,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--models", help="comma-separated model names, 'all', or plug-in specs")
-    parser.add_argument("--modes", default="train,eval", help="comma-separated: train, eval (default: both)")
+    parser.add_argument("--modes", help="comma-separated: train, eval (default: both; train with --ddp)")
     parser.add_argument("--device", default="auto", help="auto (cuda when available, else cpu), cpu, cuda or cuda:N")
     parser.add_argument("--out", default="traces", help="output folder (default: traces)")
     parser.add_argument("--batch-size", type=_positive_int, help="batch size for every case (default: each model's)")
@@ -111,6 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="run each case in this many processes, in rounds over all cases (default: 1); "
         "compare treats processes as its samples, so 3 makes the regression gate far more sensitive",
     )  # fmt: skip
+    parser.add_argument("--shard", type=_shard, metavar="I/N",
+                        help="run only shard I of N (from 1): the same split on every machine, balanced by the "
+                        "reference run's case times; join the shards' outputs with 'diagnostics.py merge'")  # fmt: skip
+    parser.add_argument("--ddp", type=_positive_int, metavar="N",
+                        help="run each train case as DistributedDataParallel with N ranks on this machine, through "
+                        "torch.distributed.run (gloo on CPU, one intra-op thread per rank unless --threads)")  # fmt: skip
     parser.add_argument("--baseline", metavar="BASE", help="after the sweep, compare it against BASE (see 'compare --help')")
     parser.add_argument("--threshold", type=_percent, default=DEFAULT_THRESHOLD_PCT,
                         help=f"with --baseline: the smallest change in %% called faster or slower (default: {DEFAULT_THRESHOLD_PCT:g})")
@@ -266,6 +283,10 @@ def check_new_file(path: Path, flag: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        if argv[:1] == ["merge"]:
+            from torchbenchmark import merge
+
+            return merge.main(argv[1:])
         if argv[:1] == ["compare"]:
             compare_args = build_compare_parser().parse_args(argv[1:])
             return run_compare(compare_args.base, compare_args.new, compare_args.threshold, compare_args.json)
@@ -276,7 +297,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.models:
             raise UsageError("--models is required (a name, a comma-separated list, 'all' or a plug-in spec)")
         models = resolve_models(args.models)
-        modes = resolve_modes(args.modes)
+        modes = resolve_modes(args.modes or ("train" if args.ddp else "train,eval"))
+        if args.ddp and modes != ["train"]:
+            raise UsageError("--ddp runs train cases only: use --modes train")
         device = resolve_device(args.device)
         if not args.out:
             raise UsageError("--out is empty; name an output folder")
@@ -315,6 +338,8 @@ def _sweep(args: argparse.Namespace, models: list[str], modes: list[str], device
         command=shlex.join(["diagnostics.py", *argv]),
         progress=not args.no_progress,
         repeat=args.repeat,
+        world_size=args.ddp or 1,
+        shard=args.shard,
     )
 
     def stop(signum: int, _frame: object) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import json
 import os
 import shutil
 import time
@@ -28,6 +29,7 @@ DETAILED_OPTIONS = {"record_shapes": True, "profile_memory": True, "with_stack":
 # (benchmarks/RESULTS.md): export time is sweep time, and the traces stay small.
 GZIP_LEVEL = 3
 EXPORT_CHUNK = 1 << 20
+SINGLE_PROCESS = {"backend": None, "rank": 0, "world_size": 1}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +69,14 @@ def run_profile(model: Any, mode: str, device: torch.device, kind: str, active: 
             # torch would gzip a .gz path itself, at level 9: several seconds for a large trace.
             prof.export_chrome_trace(str(raw))
             with open(raw, "rb") as source, gzip.open(partial, "wb", compresslevel=GZIP_LEVEL) as target:
+                if not torch.distributed.is_available() or not torch.distributed.is_initialized():
+                    # torch writes distributedInfo for a rank of a process group only; HTA reads
+                    # every trace's rank from it. Spliced in after the opening brace: no re-parse.
+                    opening = source.read(64)
+                    brace = opening.index(b"{")  # a Chrome trace is one JSON object: ValueError otherwise
+                    target.write(opening[: brace + 1])
+                    target.write(b'"distributedInfo": ' + json.dumps(SINGLE_PROCESS).encode() + b",")
+                    target.write(opening[brace + 1 :])
                 shutil.copyfileobj(source, target, EXPORT_CHUNK)
         finally:
             raw.unlink(missing_ok=True)

@@ -82,6 +82,58 @@ class Samples:
         return cls(tuple(data.get("process_medians_ms") or ()), tuple(data.get("window_medians_ms") or ()))
 
 
+# A DDP step that waits on collectives (exposed communication) for this share of its time is bound by
+# them, as a step with this share of per-op overhead is bound by dispatch (torchbenchmark/dispatch.py).
+COMM_BOUND_PCT = 50.0
+COMM_PARTLY_PCT = 20.0
+
+
+@dataclasses.dataclass(frozen=True)
+class RankFigures:
+    """One rank of a DistributedDataParallel case: its own step time and what its trace says."""
+
+    rank: int
+    host: str
+    step_median_ms: float
+    comm_pct: float  # share of the profiled step with a collective running on this rank
+    exposed_comm_pct: float  # share of the step in collectives while the step's thread ran no op
+    trace: str  # relative to the output folder
+
+
+@dataclasses.dataclass(frozen=True)
+class Distributed:
+    """A train case run as DistributedDataParallel: how its ranks' steps compare and where comms went."""
+
+    world_size: int
+    backend: str  # gloo on the CPU, nccl on CUDA
+    nodes: int  # distinct hosts among the ranks
+    ranks: tuple[RankFigures, ...]
+    skew_pct: float  # slowest rank's median step over the fastest's, less 1, in percent
+    comm_pct: float  # mean over ranks
+    exposed_comm_pct: float  # mean over ranks: communication the step waited for
+    overlap_pct: float  # share of communication time hidden behind compute (the backward pass), mean over ranks
+    comm_overlaps_backward: bool  # overlap_pct at least torchbenchmark.distributed.OVERLAP_THRESHOLD_PCT
+
+    @property
+    def reading(self) -> str:
+        """What bounds the DDP step beside the dispatch verdict: the collectives it waits for, or not."""
+        if self.exposed_comm_pct >= COMM_BOUND_PCT:
+            return "communication-bound"
+        return "partly communication-bound" if self.exposed_comm_pct >= COMM_PARTLY_PCT else "compute"
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["step_time_ms_per_rank"] = [rank.step_median_ms for rank in self.ranks]
+        data["reading"] = self.reading
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Distributed:
+        fields = {field.name for field in dataclasses.fields(cls)}  # "reading" and the per-rank list are derived
+        ranks = tuple(_from_fields(RankFigures, rank) for rank in data["ranks"])
+        return cls(**{**{key: data[key] for key in fields if key != "ranks"}, "ranks": ranks})
+
+
 @dataclasses.dataclass(frozen=True)
 class CaseResult:
     """One model x mode x device: its status, and its figures when it ran. One row of the summary."""
@@ -111,6 +163,7 @@ class CaseResult:
     windows_agree: bool | None = None  # False: no two windows agreed, the machine was too noisy to trust
     timings_s: dict[str, float] = dataclasses.field(default_factory=dict)  # where the case's wall time went
     samples: Samples = Samples()
+    distributed: Distributed | None = None  # a DistributedDataParallel case (--ddp N) only
     run_id: str | None = None  # the run record this row came from
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)  # fields this version does not know: kept
 
@@ -163,6 +216,7 @@ class CaseResult:
             "measurement": {"windows": self.windows, "diff_pct": self.window_diff_pct, "agree": self.windows_agree},
             "timings_s": dict(self.timings_s),
             "samples": self.samples.to_dict(),
+            **({"distributed": self.distributed.to_dict()} if self.distributed else {}),
         }
 
     @classmethod
@@ -211,6 +265,7 @@ class CaseResult:
             windows_agree=measurement.get("agree"),
             timings_s=dict(data.get("timings_s") or {}),
             samples=Samples.from_dict(data.get("samples") or {}),
+            distributed=Distributed.from_dict(data["distributed"]) if data.get("distributed") else None,
             variant=data.get("variant") or "eager",
             run_id=data.get("run_id"),
             extra={key: value for key, value in data.items() if key not in _KNOWN_KEYS},
@@ -222,4 +277,4 @@ def _describe(data: dict[str, Any]) -> str:
 
 
 # The keys CaseResult.to_dict writes; any other key of a row read back is kept in ``extra``.
-_KNOWN_KEYS = frozenset(CaseResult(model="", mode="", device="", status="ok").to_dict())
+_KNOWN_KEYS = frozenset(CaseResult(model="", mode="", device="", status="ok").to_dict()) | {"distributed"}

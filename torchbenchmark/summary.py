@@ -48,6 +48,8 @@ def note(result: CaseResult) -> str:
         notes.append("warmup not steady")
     if result.windows_agree is False:
         notes.append(f"noisy: windows {result.window_diff_pct:.0f}% apart")
+    if result.distributed is not None and result.distributed.reading != "compute":
+        notes.append(f"{result.distributed.reading}: waits on collectives {result.distributed.exposed_comm_pct:.0f}% of the step")
     return "; ".join(notes)
 
 
@@ -71,6 +73,11 @@ COLUMNS: tuple[Column, ...] = (
     Column("note", lambda r: r.error or note(r), numeric=False),
 )
 VARIANT = Column("variant", lambda r: r.variant, numeric=False)  # shown when any row is not eager
+DISTRIBUTED = (  # shown when any row ran as DistributedDataParallel
+    Column("comm %", lambda r: number(r.distributed.comm_pct if r.distributed else None, 0)),
+    Column("exposed %", lambda r: number(r.distributed.exposed_comm_pct if r.distributed else None, 0)),
+    Column("skew %", lambda r: number(r.distributed.skew_pct if r.distributed else None, 1)),
+)
 
 
 def render_columns(columns: Sequence[Column], rows: Iterable[Any]) -> str:
@@ -89,6 +96,9 @@ def summary_columns(results: Sequence[CaseResult], run_column: Column | None = N
     columns = list(COLUMNS)
     if any(r.variant != "eager" for r in results):
         columns.insert(3, VARIANT)
+    if any(r.distributed for r in results):
+        at = columns.index(COLUMNS[-2])  # before the verdict
+        columns[at:at] = DISTRIBUTED
     if run_column is not None:
         columns.insert(-1, run_column)
     return columns
@@ -117,6 +127,9 @@ light/detailed/edge %: how much each profile, and timing whole calls, add to a s
 fwd/bwd/opt %: share of the profiled step in each annotation, blank for a model without annotations.
 ops/step: op events per step; op µs: median time of a top-level op; overhead %: estimated per-op overhead
 share of the step: 50% or more is dispatch-bound, under 20% compute-bound, between mixed (see README)."""
+DISTRIBUTED_LEGEND = """\
+comm %: (--ddp) share of the step with a collective running on a rank, mean over ranks; exposed %: the
+part of it no compute overlapped (the step waited); skew %: slowest rank's median step over the fastest's."""
 
 
 def render_text(summary: Summary, run_id: str | None = None) -> str:
@@ -139,7 +152,8 @@ def render_text(summary: Summary, run_id: str | None = None) -> str:
         header.append(f"carried from earlier runs: {_plural(len(carried), 'case')} ({_tally(carried)}); "
                       "their run is in the 'run' column, * when from another machine or torch version")  # fmt: skip
         run_column = Column("run", lambda r: _run_mark(summary, r, run_id), numeric=False)
-    return "\n".join(header) + "\n\n" + render_table(results, run_column) + "\n\n" + LEGEND + "\n"
+    legend = LEGEND + ("\n" + DISTRIBUTED_LEGEND if any(r.distributed for r in results) else "")
+    return "\n".join(header) + "\n\n" + render_table(results, run_column) + "\n\n" + legend + "\n"
 
 
 def _run_mark(summary: Summary, row: CaseResult, run_id: str | None) -> str:

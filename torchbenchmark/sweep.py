@@ -25,11 +25,12 @@ from typing import Any
 
 from tqdm import tqdm
 
-from torchbenchmark import storage
+from torchbenchmark import shard, storage
 from torchbenchmark.environment import collect_environment
 from torchbenchmark.registry import meta_of, model_class
 from torchbenchmark.results import CaseResult, Samples, StepTime
-from torchbenchmark.spec import Budget, CaseSpec
+from torchbenchmark.shard import Shard
+from torchbenchmark.spec import EAGER, Budget, CaseSpec, ddp_variant
 from torchbenchmark.summary import render_summary_json, render_text
 
 LOCK_NAME = ".torchbenchmark.lock"
@@ -62,16 +63,31 @@ class SweepOptions:
     command: str | None = None  # recorded in the run record's environment
     progress: bool = True
     repeat: int = 1  # processes per case, interleaved across cases: the samples a comparison uses
+    world_size: int = 1  # above 1: each (train) case as DistributedDataParallel with this many ranks
+    shard: Shard | None = None  # run only this shard of the cases (see torchbenchmark/shard.py)
 
     def __post_init__(self) -> None:
         if self.repeat < 1:
             raise ValueError(f"repeat must be at least 1, got {self.repeat}")
 
+    @property
+    def variant(self) -> str:
+        return ddp_variant(self.world_size) if self.world_size > 1 else EAGER
+
     def spec(self, model: str, mode: str, repeat: int = 0) -> CaseSpec:
         return CaseSpec(
             model=model, mode=mode, device=self.device, batch_size=self.batch_size, budget=self.budget,
             threads=self.threads, detailed=self.detailed, timeout_s=self.timeout_s, repeat=repeat,
+            world_size=self.world_size, variant=self.variant,
         )  # fmt: skip
+
+    def flags(self) -> dict[str, Any]:
+        """What shapes every case's figures: shards of one sweep must agree on all of it to be merged."""
+        return {
+            "device": self.device, "batch_size": self.batch_size, "budget": dataclasses.asdict(self.budget),
+            "timeout_s": self.timeout_s, "detailed": self.detailed, "threads": self.threads,
+            "repeat": self.repeat, "world_size": self.world_size,
+        }  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,7 +124,12 @@ def run_sweep(models: Sequence[str], modes: Sequence[str], options: SweepOptions
     out_dir = Path(options.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     cases = [(spec, model_name(spec), mode) for spec in models for mode in modes]
-    with _locked(out_dir):
+    shard_info: dict[str, Any] = {}
+    if options.shard is not None:
+        mine = set(shard.select([(name, mode) for _, name, mode in cases], options.shard, shard.reference_costs()))
+        shard_info = {"index": options.shard.index, "count": options.shard.count, "of_cases": len(cases)}
+        cases = [case for case in cases if (case[1], case[2]) in mine]
+    with locked(out_dir):
         earlier = storage.read_records(out_dir)  # strict: an unreadable record stops us before any write
         legacy = storage.legacy_record(out_dir / storage.SUMMARY_JSON) if not earlier else None
         if legacy is not None:  # rows of a summary from before run records: carried as a record of their own
@@ -130,7 +151,7 @@ def run_sweep(models: Sequence[str], modes: Sequence[str], options: SweepOptions
             storage.write_atomic(out_dir / storage.SUMMARY_JSON, render_summary_json(view))
             storage.write_atomic(out_dir / storage.SUMMARY_TXT, render_text(view, record.run_id))
 
-        save()
+        save(flags=options.flags(), **({"shard": shard_info} if shard_info else {}))
         try:
             for repeat in range(options.repeat):
                 for model, name, mode in cases:
@@ -144,8 +165,9 @@ def run_sweep(models: Sequence[str], modes: Sequence[str], options: SweepOptions
             reason = f"interrupted by {signal.Signals(signum).name}"
             if len(done) < len(cases) and options.repeat == 1:  # the case that was running
                 model, name, mode = cases[len(done)]
-                done[(name, mode)] = CaseResult(model=name, mode=mode, device=_device_type(options), status="interrupted", error=reason)
-            not_run = tuple((name, mode, _device_type(options), "eager") for _, name, mode in cases if (name, mode) not in done)
+                done[(name, mode)] = CaseResult(model=name, mode=mode, device=_device_type(options), variant=options.variant,
+                                                status="interrupted", error=reason)  # fmt: skip
+            not_run = tuple((name, mode, _device_type(options), options.variant) for _, name, mode in cases if (name, mode) not in done)
             save("interrupted", not_run, interrupted_by=reason)
             return SweepOutcome(tuple(done.values()), interrupted_by=int(signum), run_id=record.run_id,
                                 record=out_dir / storage.RUNS_DIR / f"{record.run_id}.json")  # fmt: skip
@@ -209,7 +231,7 @@ class _Progress:
 
 
 @contextlib.contextmanager
-def _locked(out_dir: Path) -> Iterator[None]:
+def locked(out_dir: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``out_dir`` for the sweep; refuse if another process holds it."""
     path = out_dir / LOCK_NAME
     with open(path, "a+", encoding="utf-8") as lock:
@@ -248,7 +270,8 @@ def _run_case(spec: CaseSpec, name: str, out_dir: Path) -> CaseResult:
         case_dir.mkdir(parents=True, exist_ok=True)
     except OSError as error:  # e.g. a file of the user's where the model's folder would go: left alone
         return CaseResult(model=name, mode=mode, device=device, status="failed", error=f"cannot write its outputs: {error}")
-    log_path = case_dir / f"{mode}-{device}.log" if spec.profiles else case_dir / f"{mode}-{device}.repeat{spec.repeat}.log"
+    stem = f"{mode}-{device}" if spec.variant == EAGER else f"{mode}-{device}-{spec.variant}"  # variants side by side
+    log_path = case_dir / f"{stem}.log" if spec.profiles else case_dir / f"{stem}.repeat{spec.repeat}.log"
     partial_log = case_dir / f".{log_path.name}.{os.getpid()}.partial"
     result_path = case_dir / f".{mode}-{device}.result.{os.getpid()}.json"
     request = {"spec": spec.to_json(), "out_dir": str(out_dir), "result_path": str(result_path), "spawned_at": time.time()}
