@@ -120,3 +120,19 @@ def test_comm_share_counts_collectives_and_the_part_compute_hid() -> None:
     summary = summarize_comm([step, compute, enqueue, *comm])
     assert summary.comm_ms == pytest.approx(0.040) and summary.hidden_ms == pytest.approx(0.010)
     assert (summary.comm_pct, summary.exposed_comm_pct, summary.overlap_pct) == pytest.approx((40.0, 30.0, 25.0))
+
+
+def test_under_a_users_torchrun_rank_0_writes_the_run_record(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from torchbenchmark.storage import load_summary
+
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+               "-m", "torchbenchmark.distributed", f"{TINY}:TinyMLP", "--out", str(tmp_path), "--steps", "5"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (row,) = load_summary(tmp_path).rows
+    assert row.status == "ok" and row.variant == "ddp2" and row.step_time is not None and row.step_time.n == 5
+    assert row.distributed is not None and row.distributed.world_size == 2
+    assert all((tmp_path / rank.trace).is_file() for rank in row.distributed.ranks)
