@@ -12,6 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = f"{ROOT / 'tests' / 'tiny_models.py'}:TinyMLP"
+SWEEP_ARGS = ["--device", "cpu", "--steps", "5", "--no-progress"]  # named: on a GPU machine auto picks cuda
 
 
 def diagnostics(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
@@ -23,7 +24,7 @@ def diagnostics(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
     out = tmp_path_factory.mktemp("out")
-    return diagnostics("--models", TINY, "--out", str(out), "--steps", "5", "--no-progress"), out
+    return diagnostics("--models", TINY, "--out", str(out), *SWEEP_ARGS), out
 
 
 def test_sweep_exits_zero_and_writes_both_summaries(sweep) -> None:

@@ -53,7 +53,7 @@ def row(model: str, medians: list[float], status: str = "ok", verdict: str = "co
         return CaseResult(model=model, mode="train", device="cpu", status=status, error="boom", **fields)
     ms = sorted(medians)[len(medians) // 2]
     figures = dict(batch_size=4, step_time=StepTime(ms, 0.1, ms, 10), dispatch=Dispatch(verdict, 0.1, 10, 1, 1),
-                   samples=Samples(tuple(medians), tuple(medians)))  # fmt: skip
+                   samples=Samples(tuple(medians), tuple((m, m) for m in medians)))  # fmt: skip
     return CaseResult(model=model, mode="train", device="cpu", status="ok", **{**figures, **fields})
 
 

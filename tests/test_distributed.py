@@ -17,7 +17,7 @@ import pytest
 
 from torchbenchmark.diagnose import diagnose
 from torchbenchmark.results import CaseResult
-from torchbenchmark.spec import Budget, CaseSpec, ddp_variant
+from torchbenchmark.spec import Budget, CaseSpec
 from torchbenchmark.trace_analysis import load_events, summarize_comm
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,8 +43,7 @@ def processes_with(marker: str) -> list[int]:
 def run_ddp(monkeypatch: pytest.MonkeyPatch, out: Path, model: str, timeout_s: float = 240.0) -> tuple[CaseResult, str]:
     marker = uuid.uuid4().hex
     monkeypatch.setenv(MARKER, marker)
-    spec = CaseSpec(model=f"{TINY}:{model}", mode="train", budget=QUICK, timeout_s=timeout_s, detailed=False,
-                    world_size=2, variant=ddp_variant(2))  # fmt: skip
+    spec = CaseSpec(model=f"{TINY}:{model}", mode="train", budget=QUICK, timeout_s=timeout_s, detailed=False, world_size=2)
     return diagnose(spec, out), marker
 
 

@@ -84,16 +84,18 @@ def check_eval_runs_no_backward(model: BenchmarkModel, niter: int = 2) -> None:
 
 
 def check_on_device(model: BenchmarkModel, mode: str) -> None:
-    """The module's parameters and buffers and the mode's inputs are on the model's device."""
-    want = model.device.type
+    """The module's parameters and buffers and the mode's inputs are on the model's device (its GPU, too)."""
+    want = model.device
+    if want.type == "cuda" and want.index is None:  # plain "cuda" is the current GPU
+        want = torch.device("cuda", torch.cuda.current_device())
     for name, tensor in [*model.module.named_parameters(), *model.module.named_buffers()]:
-        if tensor.device.type != want:
+        if tensor.device != want:
             raise ContractViolation(f"{name} is on {tensor.device}, expected {want}")
     inputs = list(iter_tensors(model.inputs(mode)))
     if not inputs:
         raise ContractViolation(f"{mode} inputs hold no tensors")
     for tensor in inputs:
-        if tensor.device.type != want:
+        if tensor.device != want:
             raise ContractViolation(f"a {mode} input is on {tensor.device}, expected {want}")
 
 

@@ -21,7 +21,7 @@ from tabulate import tabulate
 
 from torchbenchmark.compare import DEFAULT_THRESHOLD_PCT
 from torchbenchmark.contract import MODES
-from torchbenchmark.spec import Budget
+from torchbenchmark.spec import COMPILE_MODES, DEFAULT_BACKEND, Budget, Compile
 from torchbenchmark.registry import (
     ModelUnavailableError,
     UnknownModelError,
@@ -122,6 +122,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="run each case in this many processes, in rounds over all cases (default: 1); "
         "compare treats processes as its samples, so 3 makes the regression gate far more sensitive",
     )  # fmt: skip
+    parser.add_argument("--compile", action="store_true",
+                        help="also run each case with the model's module under torch.compile, beside the eager case")  # fmt: skip
+    parser.add_argument("--backend", default=DEFAULT_BACKEND, help=f"with --compile: a torch.compile backend (default: {DEFAULT_BACKEND})")
+    parser.add_argument("--compile-mode", default="default", choices=COMPILE_MODES, help="with --compile: the inductor mode (default: default)")
     parser.add_argument("--shard", type=_shard, metavar="I/N",
                         help="run only shard I of N (from 1): the same split on every machine, balanced by the "
                         "reference run's case times; join the shards' outputs with 'diagnostics.py merge'")  # fmt: skip
@@ -171,20 +175,25 @@ def resolve_modes(text: str) -> list[str]:
 
 
 def resolve_device(text: str) -> str:
+    """The device a sweep runs on, checked here and named as torch names it (``auto`` picks one)."""
     import torch
 
     if text == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if text == "cpu":
-        return text
-    if text == "cuda" or text.startswith("cuda:"):
-        if not torch.cuda.is_available():
-            raise UsageError(f"--device {text}: no CUDA GPU is available here; use --device cpu")
-        index = text.partition(":")[2]
-        if index and (not index.isdigit() or int(index) >= torch.cuda.device_count()):
-            raise UsageError(f"--device {text}: there are {torch.cuda.device_count()} CUDA devices")
-        return text
-    raise UsageError(f"unknown device {text!r}; expected auto, cpu, cuda or cuda:N")
+    unknown = f"unknown device {text!r}; expected auto, cpu, cuda or cuda:N"
+    try:
+        device = torch.device(text)  # refuses what torch would refuse later ("cuda:00", "cuda:-1")
+    except (RuntimeError, ValueError):
+        raise UsageError(unknown) from None
+    if device.type == "cpu":
+        return "cpu"
+    if device.type != "cuda":
+        raise UsageError(unknown)
+    if not torch.cuda.is_available():
+        raise UsageError(f"--device {text}: no CUDA GPU is available here; use --device cpu")
+    if device.index is not None and device.index >= torch.cuda.device_count():
+        raise UsageError(f"--device {text}: there are {torch.cuda.device_count()} CUDA devices")
+    return str(device)
 
 
 def check_out_dir(path: Path) -> None:
@@ -298,6 +307,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UsageError("--models is required (a name, a comma-separated list, 'all' or a plug-in spec)")
         models = resolve_models(args.models)
         modes = resolve_modes(args.modes or ("train" if args.ddp else "train,eval"))
+        if args.ddp and args.compile:
+            raise UsageError("--ddp and --compile do not combine: DDP cases run the eager module")
         if args.ddp and modes != ["train"]:
             raise UsageError("--ddp runs train cases only: use --modes train")
         device = resolve_device(args.device)
@@ -307,6 +318,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_out_dir(out_dir)
         if args.baseline:
             _check_baseline(args.baseline)
+        if (args.backend != DEFAULT_BACKEND or args.compile_mode != "default") and not args.compile:
+            raise UsageError("--backend and --compile-mode go with --compile")
+        if args.compile:
+            _check_backend(args.backend)
         return _sweep(args, models, modes, device, out_dir, argv)
     except UsageError as error:
         print(f"diagnostics.py: error: {error}", file=sys.stderr)
@@ -321,6 +336,15 @@ def _check_baseline(path: str) -> None:
         load_summary(path)
     except StorageError as error:
         raise UsageError(f"--baseline: {error}") from None
+
+
+def _check_backend(backend: str) -> None:
+    from torchbenchmark.variants import check_backend
+
+    try:
+        check_backend(backend)
+    except ValueError as error:
+        raise UsageError(f"--backend: {error}") from None
 
 
 def _sweep(args: argparse.Namespace, models: list[str], modes: list[str], device: str, out_dir: Path, argv: list[str]) -> int:
@@ -338,6 +362,7 @@ def _sweep(args: argparse.Namespace, models: list[str], modes: list[str], device
         command=shlex.join(["diagnostics.py", *argv]),
         progress=not args.no_progress,
         repeat=args.repeat,
+        compile=Compile(args.backend, args.compile_mode) if args.compile else None,
         world_size=args.ddp or 1,
         shard=args.shard,
     )

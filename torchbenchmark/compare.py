@@ -98,8 +98,7 @@ def _process_medians(row: CaseResult) -> list[float]:
 
 def _window_spread(*rows: CaseResult) -> float:
     """How far apart one process's measurement windows were, as a log-scale spread: a noisy run's floor."""
-    groups = [row.samples.window_medians_ms for row in rows if len(row.samples.window_medians_ms) > 1]
-    return _log_sd(groups)[0]
+    return _log_sd([windows for row in rows for windows in row.samples.window_medians_ms])[0]
 
 
 @dataclasses.dataclass(frozen=True)

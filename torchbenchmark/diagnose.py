@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import statistics
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -12,20 +13,22 @@ from typing import Any
 import torch
 from tabulate import tabulate
 
-from torchbenchmark import dispatch
+from torchbenchmark import dispatch, variants
 from torchbenchmark.contract import ModelMeta
-from torchbenchmark.harness import Characterisation, characterise
+from torchbenchmark.harness import Characterisation, characterise, device_sync, use_device
 from torchbenchmark.profiling import KINDS, ProfileRun, run_profile, trace_name
 from torchbenchmark.registry import ModelUnavailableError, meta_of, model_class
-from torchbenchmark.results import CaseResult, Dispatch, Samples, StepTime
-from torchbenchmark.spec import Budget, CaseSpec
+from torchbenchmark.results import CaseResult, CompileReport, Dispatch, GpuEvidence, Samples, StepTime
+from torchbenchmark.spec import Budget, CaseSpec, Compile
 from torchbenchmark.stats import relative_change_pct
 from torchbenchmark.storage import write_atomic
-from torchbenchmark.trace_analysis import TraceSummary, summarize_trace
+from torchbenchmark.trace_analysis import TraceSummary, check_complete, summarize_trace
 
 log = logging.getLogger(__name__)
 
 OUT_OF_MEMORY_HINT = "out of memory; try a smaller --batch-size"
+# How running out of memory reads: the allocators' messages, and cuBLAS's and cuDNN's failed workspaces.
+OUT_OF_MEMORY_MARKERS = ("out of memory", "can't allocate memory", "CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED")
 
 
 def collect_diagnostics(
@@ -38,13 +41,15 @@ def collect_diagnostics(
     detailed: bool = True,
     config: Mapping[str, Any] | None = None,
     top: int = 10,
+    compile: Compile | None = None,
     spec: CaseSpec | None = None,
 ) -> CaseResult:
     """Diagnose ``model`` (a registered name, a plug-in spec or a model class) in ``mode`` on ``device``.
 
     Writes the case's traces and top-ops table under ``out_dir/<model>/`` and returns its result. A
     failure becomes the result's status and one-line error (the traceback goes to the log), never an
-    exception: one bad model must not cost a sweep its other rows. ``spec`` gives every option at once
+    exception: one bad model must not cost a sweep its other rows. ``compile`` diagnoses the model's
+    module under ``torch.compile`` (a row with ``compile`` and ``speedup_vs_eager``). ``spec`` gives every option at once
     (its ``model`` is used unless ``model`` is a class); the keyword arguments build one otherwise.
 
     A sweep runs each case in a fresh process set up by ``torchbenchmark.steady.steady_process``; call
@@ -54,7 +59,7 @@ def collect_diagnostics(
     if spec is None:
         name = model if isinstance(model, str) else f"{getattr(model, '__module__', '?')}:{getattr(model, '__qualname__', model)}"
         spec = CaseSpec(model=name, mode=mode, device=str(device), batch_size=batch_size,
-                        budget=budget or Budget(), detailed=detailed, top_ops=top)  # fmt: skip
+                        budget=budget or Budget(), detailed=detailed, top_ops=top, compile=compile)  # fmt: skip
     return diagnose(spec, Path(out_dir), cls=cls, config=config)
 
 
@@ -70,7 +75,7 @@ def diagnose(spec: CaseSpec, out_dir: Path, cls: type | None = None, config: Map
         return run_case(spec, out_dir)
     torch_device = torch.device(spec.device)
     shown = spec.model if cls is None else getattr(cls, "__name__", spec.model)
-    row: dict[str, Any] = {"model": shown, "mode": spec.mode, "device": torch_device.type,
+    row: dict[str, Any] = {"model": shown, "mode": spec.mode, "device": str(torch_device),
                            "variant": spec.variant, "batch_size": spec.batch_size}  # fmt: skip
     timings: dict[str, float] = {}
     try:
@@ -86,18 +91,23 @@ def diagnose(spec: CaseSpec, out_dir: Path, cls: type | None = None, config: Map
         return assemble(spec, measured, analysed, meta, out_dir, row, timings)
     except Exception as error:  # noqa: BLE001 - every failure becomes the case's row; Ctrl-C still stops
         status, message = describe_failure(error, spec.mode)
-        log.error("%s %s %s: %s", row["model"], spec.mode, torch_device.type, message, exc_info=status == "failed")
+        log.error("%s %s %s: %s", row["model"], spec.mode, row["device"], message, exc_info=status == "failed")
         return CaseResult(**row, status=status, error=message, timings_s=timings)
 
 
 def describe_failure(error: BaseException, mode: str) -> tuple[str, str]:
     """The status and one-line reason for an exception raised by a case."""
+    if isinstance(error, variants.NotApplicable):
+        return "skipped", f"not applicable: {_first_line(error)}"
+    inner = getattr(error, "inner_exception", None)  # torch.compile's BackendCompilerFailed wraps the cause
+    if isinstance(inner, BaseException):
+        return "failed", f"compile failed: {_one_line(inner)}"[:300]
     if isinstance(error, NotImplementedError):
         return "skipped", f"{mode} not supported: {_first_line(error) or 'NotImplementedError'}"
     if isinstance(error, (ModelUnavailableError, ModuleNotFoundError)):
         return "skipped", f"unavailable: {_first_line(error)}"
     text = str(error)
-    if isinstance(error, MemoryError) or "out of memory" in text or "can't allocate memory" in text:
+    if isinstance(error, MemoryError) or any(marker in text for marker in OUT_OF_MEMORY_MARKERS):
         return "failed", f"{OUT_OF_MEMORY_HINT} ({_one_line(error)})"[:300]
     return "failed", _one_line(error)[:300]
 
@@ -133,6 +143,7 @@ class Measured:
     characterisation: Characterisation
     per_op_overhead_us: float | None
     profiles: dict[str, ProfileRun] | None
+    compile: CompileReport | None = None  # a compiled variant: its cost and its speedup over eager
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,8 +151,10 @@ class Analysed:
     """What the light trace says, and the verdict drawn from it with the measured step time."""
 
     light: TraceSummary
+    verdict: str
     overhead_fraction: float
     distortion_pct: dict[str, float]
+    gpu: GpuEvidence | None  # on a GPU: the evidence the verdict rests on
 
 
 def measure(
@@ -151,41 +164,54 @@ def measure(
     """Build the model, characterise its step time, then take its profiles (the first repeat only)."""
     device = torch.device(spec.device)
     lap = _Laps(timings)
+    use_device(device)
     per_op_us = dispatch.calibrate_per_op_overhead_us(device) if spec.profiles else None
     lap("calibrate")
     model = cls(device=str(device), batch_size=spec.batch_size, **dict(config or {}))
     row["batch_size"] = _batch_size(model, meta, spec.mode, device)
     lap("build")
+    report = None
+    if spec.compile is not None:  # the compiled module goes in place; the eager one is kept to compare
+        eager, compiled, report = variants.compile_and_measure_first_step(model, spec.mode, spec.compile, device_sync(device))
+        lap("compile")
 
     measured = characterise(model, spec.mode, spec.budget, device)
     timings["warmup"] = round(measured.warmup_s, 3)
     lap("characterise")
     timings["characterise"] = round(timings["characterise"] - timings["warmup"], 3)
+    if report is not None:
+        rounds = variants.interleaved_speedup(model, spec.mode, eager, compiled, measured.steps.median_ms, device_sync(device))
+        report = dataclasses.replace(report, speedup_rounds=rounds)
+        lap("speedup")
     if not spec.profiles:
-        return Measured(measured, per_op_us, None)
+        return Measured(measured, per_op_us, None, report)
 
     case_dir = out_dir / meta.name
     profiles = {}
     for kind in KINDS if spec.detailed else ("light",):
         active = spec.budget.profiled_steps(kind, measured.steps.median_ms)
-        path = case_dir / trace_name(spec.mode, device, kind)
+        path = case_dir / trace_name(spec.mode, device, kind, spec.variant)
         profiles[kind] = run_profile(model, spec.mode, device, kind, active, path)
         lap(kind)
     timings["export"] = round(sum(p.export_s for p in profiles.values()), 3)
-    return Measured(measured, per_op_us, profiles)
+    return Measured(measured, per_op_us, profiles, report)
 
 
 def analyse(spec: CaseSpec, measured: Measured, case_dir: Path, row: dict[str, Any]) -> Analysed:
     """Read the light trace, estimate the overhead share against the unprofiled median step time."""
     assert measured.profiles is not None and measured.per_op_overhead_us is not None
+    device = torch.device(spec.device)
     light = summarize_trace(measured.profiles["light"].trace_path, top=spec.top_ops)
-    _write_top_ops(case_dir / f"{spec.mode}-{torch.device(spec.device).type}.top_ops.txt", light, row)
+    check_complete(light, measured.profiles["light"].steps.n, on_gpu=device.type == "cuda")
+    _write_top_ops(case_dir / f"{spec.file_stem}.top_ops.txt", light, row)
     median_ms = measured.characterisation.steps.median_ms
     fraction = dispatch.overhead_fraction(light.ops_per_step, measured.per_op_overhead_us, median_ms)
-    if light.gpu_busy_fraction is not None:  # measured, not estimated: an idle GPU waits on the CPU
-        fraction = 1.0 - light.gpu_busy_fraction
+    verdict = dispatch.verdict(fraction)
+    gpu = dispatch.judge_gpu(light, median_ms) if device.type == "cuda" else None
+    if gpu is not None:  # measured, not estimated: which side waits on which
+        verdict, fraction = dispatch.gpu_verdict(gpu)
     distortion = {kind: relative_change_pct(run.steps.median_ms, median_ms) for kind, run in measured.profiles.items()}
-    return Analysed(light, fraction, distortion)
+    return Analysed(light, verdict, fraction, distortion, gpu)
 
 
 def assemble(
@@ -202,13 +228,14 @@ def assemble(
             detailed_distortion_pct=analysed.distortion_pct.get("detailed"),
             phases_pct=light.phases_pct if meta.annotated else None,
             dispatch=Dispatch(
-                verdict=dispatch.verdict(analysed.overhead_fraction),
+                verdict=analysed.verdict,
                 overhead_fraction=analysed.overhead_fraction,
                 ops_per_step=light.ops_per_step,
                 median_op_us=light.median_op_us,
                 per_op_overhead_us=measured.per_op_overhead_us or 0.0,
             ),
-            gpu_busy_pct=None if light.gpu_busy_fraction is None else 100.0 * light.gpu_busy_fraction,
+            gpu_busy_pct=None if analysed.gpu is None else analysed.gpu.busy_pct,
+            gpu=analysed.gpu,
             top_ops=light.top_ops,
             traces={kind: measured.profiles[kind].trace_path.relative_to(out_dir).as_posix()
                     if kind in measured.profiles else None for kind in KINDS},  # fmt: skip
@@ -223,7 +250,9 @@ def assemble(
         windows=steps.windows,
         window_diff_pct=steps.window_diff_pct,
         windows_agree=steps.windows_agree,
-        samples=Samples((steps.steps.median_ms,), steps.window_medians_ms),
+        samples=Samples((steps.steps.median_ms,), (steps.window_medians_ms,)),
+        compile=measured.compile,
+        speedup_vs_eager=statistics.median(measured.compile.speedup_rounds) if measured.compile else None,
         timings_s=timings,
         **figures,
     )
@@ -236,11 +265,14 @@ def _batch_size(model: Any, meta: Any, mode: str, device: torch.device) -> int:
 
 
 def _write_top_ops(path: Path, summary: TraceSummary, row: dict[str, Any]) -> None:
+    kernel = summary.gpu is not None  # on a GPU, the kernel time each op launched too
     table = tabulate(
-        [(op.name, op.self_ms_per_step, op.calls_per_step, op.pct_of_step) for op in summary.top_ops],
-        headers=["op", "self ms/step", "calls/step", "% of step"],
-        floatfmt=(".0f", ".3f", ".1f", ".1f"),
-    )
-    title = f"{row['model']} {row['mode']} {row['device']}: top ops by self time in the light profile"
+        [(op.name, op.self_ms_per_step, *([op.kernel_ms_per_step] if kernel else []), op.calls_per_step, op.pct_of_step)
+         for op in summary.top_ops],
+        headers=["op", "self ms/step", *(["kernel ms/step"] if kernel else []), "calls/step", "% of step"],
+        floatfmt=(".0f", ".3f", *([".3f"] if kernel else []), ".1f", ".1f"),
+    )  # fmt: skip
+    by = "self time or launched kernel time" if kernel else "self time"
+    title = f"{row['model']} {row['mode']} {row['device']}: top ops by {by} in the light profile"
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, f"{title}\n\n{table}\n")

@@ -49,7 +49,7 @@ from torchbenchmark.harness import characterise  # noqa: E402
 from torchbenchmark.profiling import run_profile  # noqa: E402
 from torchbenchmark.registry import meta_of, model_class  # noqa: E402
 from torchbenchmark.results import CaseResult, Dispatch, Distributed, RankFigures, Samples, StepTime  # noqa: E402
-from torchbenchmark.spec import Budget, CaseSpec, ddp_variant  # noqa: E402
+from torchbenchmark.spec import Budget, CaseSpec  # noqa: E402
 from torchbenchmark.stats import relative_change_pct  # noqa: E402
 from torchbenchmark.trace_analysis import load_events, summarize_comm, summarize_trace  # noqa: E402
 
@@ -217,7 +217,7 @@ def wrap(model: Any, device: torch.device) -> None:
 
 def trace_path(spec: CaseSpec, device: torch.device, name: str, rank: int) -> str:
     """``<model>/train-cpu-ddp2-rank<R>.pt.trace.json.gz``, relative to the output folder."""
-    return f"{name}/{spec.mode}-{device.type}-{spec.variant}-rank{rank}.pt.trace.json.gz"
+    return f"{name}/{spec.file_stem}-rank{rank}.pt.trace.json.gz"
 
 
 def run_rank(spec: CaseSpec, out_dir: Path, scratch: Path | None) -> CaseResult | None:
@@ -304,7 +304,7 @@ def _row(
         traces={"light": ranks[0].trace, "detailed": None},
         warmup_steps=measured.warmup_steps, steady=measured.steady, windows=measured.windows,
         window_diff_pct=measured.window_diff_pct, windows_agree=measured.windows_agree,
-        samples=Samples((steps.median_ms,), measured.window_medians_ms),
+        samples=Samples((steps.median_ms,), (measured.window_medians_ms,)),
         timings_s=timings,
         distributed=distributed,
     )  # fmt: skip
@@ -341,7 +341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         world_size = int(os.environ.get("WORLD_SIZE", "1"))
         spec = CaseSpec(model=args.model, mode="train", device=args.device, batch_size=args.batch_size,
                         budget=Budget(steps=args.steps), threads=args.threads, timeout_s=args.timeout,
-                        world_size=world_size, variant=ddp_variant(world_size))  # fmt: skip
+                        world_size=world_size)  # fmt: skip
         out_dir, scratch = Path(args.out), None
     else:
         build_parser().error("name a model (or run through diagnostics.py --ddp N)")

@@ -26,6 +26,14 @@ def _nothing() -> None:
     pass
 
 
+def use_device(device: torch.device) -> None:
+    """Make ``device`` this process's current GPU, so work and syncs that name no device go to it, and
+    no context is made on GPU 0 for a case on another. Plain ``cuda`` is the current GPU already (and
+    torch.cuda.set_device refuses a device without an index)."""
+    if device.type == "cuda" and device.index is not None:
+        torch.cuda.set_device(device)
+
+
 # Every decision the harness takes from a clock goes through an ``Agree``: the element-wise maximum of
 # the given figures over every process that runs the steps together. A DistributedDataParallel step is
 # a collective, so its ranks must run the same number of steps; one process agrees with itself.
@@ -37,7 +45,7 @@ def same(values: Sequence[float]) -> list[float]:
 
 
 def device_sync(device: torch.device) -> Callable[[], None]:
-    """What to call at a step boundary so the clock sees finished work: chosen once per device."""
+    """What to call at a step boundary so the clock sees finished work on ``device``: chosen once per device."""
     if device.type == "cuda":
         return lambda: torch.cuda.synchronize(device)
     return _nothing
@@ -105,16 +113,21 @@ class Characterisation:
         return relative_change_pct(self.steps.median_ms + self.edge_ms, self.steps.median_ms)
 
 
+def warmup_window(budget: Budget, first_steps_ns: Sequence[float]) -> int:
+    """Steps per warmup window: ``budget.warmup_window``, fewer (down to 2) when two windows of steps would
+    not fit in ``budget.warmup_s``, or steadiness could never be seen. Sized from the second step: the first
+    creates lazy state (on a GPU: library handles, kernels loaded on first use) and is never typical."""
+    return min(budget.warmup_window, max(2, int(budget.warmup_s * 1e9 / (2 * first_steps_ns[1]))))
+
+
 def warm_up(
     model: Any, mode: str, budget: Budget, sync: Callable[[], None], agree: Agree = same
 ) -> tuple[list[int], bool]:  # fmt: skip
     """Run steps until the step time is steady or ``budget.warmup_s`` is spent; returns their durations."""
     timer = StepTimer(sync)
     deadline = time.perf_counter_ns() + int(budget.warmup_s * 1e9)
-    timed_call(model, mode, 1, timer)  # the first step creates lazy state and is never typical
-    # Two windows must fit in the budget for steadiness to be seen at all: slow models get shorter ones.
-    first = agree([timer.durations_ns[0]])[0]
-    window = min(budget.warmup_window, max(2, int(budget.warmup_s * 1e9 / (2 * first))))
+    timed_call(model, mode, 2, timer)
+    window = warmup_window(budget, agree(timer.durations_ns[:2]))
     steady = False
     while True:
         unsteady, late = agree([float(not steady), float(time.perf_counter_ns() >= deadline)])

@@ -145,7 +145,9 @@ def _copy_case_files(source: Path, out_dir: Path, rows: Sequence[CaseResult]) ->
         named = [path for path in (*row.traces.values(), row.log) if path]
         if row.distributed is not None:
             named += [rank.trace for rank in row.distributed.ranks]
-        named.append(f"{row.model}/{row.mode}-{row.device}.top_ops.txt")
+        light = row.traces.get("light")
+        if light and light.endswith(".pt.trace.json.gz"):  # the top-ops table is named as the light trace
+            named.append(light.removesuffix(".pt.trace.json.gz") + ".top_ops.txt")
         for relative in named:
             origin, target = source / relative, out_dir / relative
             if origin.is_file() and origin.resolve() != target.resolve():

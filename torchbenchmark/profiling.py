@@ -41,10 +41,11 @@ class ProfileRun:
     export_s: float
 
 
-def trace_name(mode: str, device: torch.device, kind: str) -> str:
-    """``<mode>-<device>.pt.trace.json.gz``, or ``...-detailed...`` for the detailed profile."""
-    suffix = "" if kind == "light" else f"-{kind}"
-    return f"{mode}-{device.type}{suffix}.pt.trace.json.gz"
+def trace_name(mode: str, device: torch.device, kind: str, variant: str = "eager") -> str:
+    """``<mode>-<device>[-<variant>].pt.trace.json.gz``, or ``...-detailed...`` for the detailed profile; the
+    full device (``cuda:1``), so cases on two GPUs of one machine keep their own traces."""
+    suffix = ("" if variant == "eager" else f"-{variant}") + ("" if kind == "light" else f"-{kind}")
+    return f"{mode}-{device}{suffix}.pt.trace.json.gz"
 
 
 def run_profile(model: Any, mode: str, device: torch.device, kind: str, active: int, trace_path: Path) -> ProfileRun:

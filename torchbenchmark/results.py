@@ -16,8 +16,8 @@ class InvalidRow(ValueError):
 
 
 def _from_fields(cls: type, data: dict[str, Any]) -> Any:
-    """A flat dataclass from the dict its ``asdict`` gave."""
-    return cls(**{field.name: data[field.name] for field in dataclasses.fields(cls)})
+    """A flat dataclass from the dict its ``asdict`` gave (a field added since the dict was written keeps its default)."""
+    return cls(**{field.name: data[field.name] for field in dataclasses.fields(cls) if field.name in data})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +43,7 @@ class TopOp:
     self_ms_per_step: float
     calls_per_step: float
     pct_of_step: float
+    kernel_ms_per_step: float | None = None  # GPU time of the kernels and copies it launched; None on a CPU
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -63,6 +64,21 @@ class Dispatch:
 
 
 @dataclasses.dataclass(frozen=True)
+class GpuEvidence:
+    """What the GPU did in a step of the light profile, and which side limits the step (row key ``gpu``)."""
+
+    limited_by: str  # "cpu" (the GPU waits on the host), "gpu" (the host waits on the GPU) or "both"
+    busy_pct: float  # kernel and copy time per profiled step, overlaps once, in percent of the unprofiled median step
+    host_wait_pct: float  # host time blocked in syncs per profiled step, in percent of the profiled step
+    median_launch_wait_us: float  # from a kernel's launch call to its start: long when kernels queue
+    kernel_ms_per_step: float
+    kernels_per_step: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
 class Samples:
     """The raw material a comparison of runs needs, beside the summary figures.
 
@@ -72,14 +88,45 @@ class Samples:
     """
 
     process_medians_ms: tuple[float, ...] = ()
-    window_medians_ms: tuple[float, ...] = ()
+    window_medians_ms: tuple[tuple[float, ...], ...] = ()  # per process, its windows in the order taken
 
     def to_dict(self) -> dict[str, Any]:
-        return {"process_medians_ms": list(self.process_medians_ms), "window_medians_ms": list(self.window_medians_ms)}
+        return {"process_medians_ms": list(self.process_medians_ms),
+                "window_medians_ms": [list(windows) for windows in self.window_medians_ms]}  # fmt: skip
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Samples:
-        return cls(tuple(data.get("process_medians_ms") or ()), tuple(data.get("window_medians_ms") or ()))
+        windows = tuple(tuple(group) for group in data.get("window_medians_ms") or ())
+        return cls(tuple(data.get("process_medians_ms") or ()), windows)
+
+
+@dataclasses.dataclass(frozen=True)
+class GraphBreak:
+    reason: str  # dynamo's one-line reason
+    where: str  # file:line in the user's code
+    count: int  # times it was hit while compiling
+
+
+@dataclasses.dataclass(frozen=True)
+class CompileReport:
+    """What compiling cost and what dynamo made of the module. ``speedup_rounds``: each window pair's ratio."""
+
+    backend: str
+    mode: str
+    compile_time_s: float
+    graphs: int
+    graph_breaks: int
+    break_reasons: tuple[GraphBreak, ...]
+    recompiles: int
+    speedup_rounds: tuple[float, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CompileReport:
+        reasons = tuple(GraphBreak(**item) for item in data.get("break_reasons") or ())
+        return cls(**{**data, "break_reasons": reasons, "speedup_rounds": tuple(data.get("speedup_rounds") or ())})
 
 
 # A DDP step that waits on collectives (exposed communication) for this share of its time is bound by
@@ -153,6 +200,7 @@ class CaseResult:
     phases_pct: dict[str, float] | None = None  # None for an unannotated model
     dispatch: Dispatch | None = None
     gpu_busy_pct: float | None = None
+    gpu: GpuEvidence | None = None  # None on a CPU
     top_ops: tuple[TopOp, ...] = ()
     traces: dict[str, str | None] = dataclasses.field(default_factory=lambda: {"light": None, "detailed": None})
     log: str | None = None  # path of the case's full log, relative to the output folder
@@ -163,6 +211,8 @@ class CaseResult:
     windows_agree: bool | None = None  # False: no two windows agreed, the machine was too noisy to trust
     timings_s: dict[str, float] = dataclasses.field(default_factory=dict)  # where the case's wall time went
     samples: Samples = Samples()
+    compile: CompileReport | None = None  # a compiled variant's row: what compiling cost and made
+    speedup_vs_eager: float | None = None  # eager over compiled step time, measured in the same process
     distributed: Distributed | None = None  # a DistributedDataParallel case (--ddp N) only
     run_id: str | None = None  # the run record this row came from
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)  # fields this version does not know: kept
@@ -178,7 +228,7 @@ class CaseResult:
 
     def headline(self) -> str:
         """One readable line: the case, then its figures or why it has none."""
-        head = f"{self.model} {self.mode} {self.device}"
+        head = f"{self.model} {self.mode} {self.device}" + ("" if self.variant == "eager" else f" {self.variant}")
         if self.batch_size is not None:
             head += f" bs={self.batch_size}"
         if self.status != "ok" or self.step_time is None:
@@ -186,6 +236,8 @@ class CaseResult:
         figures = f"{self.step_time.median_ms:.4g} ms/step (IQR {self.step_time.iqr_ms:.2g})"
         if self.dispatch is not None:
             figures += f", {self.dispatch.verdict} (overhead {self.dispatch.overhead_fraction:.0%})"
+        if self.speedup_vs_eager is not None:
+            figures += f", {self.speedup_vs_eager:.2f}x eager"
         return f"{head}: {figures}"
 
     def __repr__(self) -> str:
@@ -209,6 +261,7 @@ class CaseResult:
             "phases_pct": self.phases_pct,
             "dispatch": self.dispatch.to_dict() if self.dispatch else None,
             "gpu_busy_pct": self.gpu_busy_pct,
+            "gpu": self.gpu.to_dict() if self.gpu else None,
             "top_ops": [op.to_dict() for op in self.top_ops],
             "traces": dict(self.traces),
             "log": self.log,
@@ -216,6 +269,8 @@ class CaseResult:
             "measurement": {"windows": self.windows, "diff_pct": self.window_diff_pct, "agree": self.windows_agree},
             "timings_s": dict(self.timings_s),
             "samples": self.samples.to_dict(),
+            "compile": self.compile.to_dict() if self.compile else None,
+            "speedup_vs_eager": self.speedup_vs_eager,
             **({"distributed": self.distributed.to_dict()} if self.distributed else {}),
         }
 
@@ -255,6 +310,7 @@ class CaseResult:
             phases_pct={phase: phases[phase] for phase in PHASES} if phases else None,
             dispatch=_from_fields(Dispatch, data["dispatch"]) if data.get("dispatch") else None,
             gpu_busy_pct=data.get("gpu_busy_pct"),
+            gpu=_from_fields(GpuEvidence, data["gpu"]) if data.get("gpu") else None,
             top_ops=tuple(_from_fields(TopOp, op) for op in data.get("top_ops") or ()),
             traces=dict(data.get("traces") or {"light": None, "detailed": None}),
             log=data.get("log"),
@@ -267,6 +323,8 @@ class CaseResult:
             samples=Samples.from_dict(data.get("samples") or {}),
             distributed=Distributed.from_dict(data["distributed"]) if data.get("distributed") else None,
             variant=data.get("variant") or "eager",
+            compile=CompileReport.from_dict(data["compile"]) if data.get("compile") else None,
+            speedup_vs_eager=data.get("speedup_vs_eager"),
             run_id=data.get("run_id"),
             extra={key: value for key, value in data.items() if key not in _KNOWN_KEYS},
         )

@@ -15,6 +15,8 @@ from typing import Any
 from torchbenchmark.contract import MODES
 
 EAGER = "eager"
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
+DEFAULT_BACKEND = "inductor"
 
 
 def ddp_variant(world_size: int) -> str:
@@ -67,6 +69,27 @@ class Budget:
 
 
 @dataclasses.dataclass(frozen=True)
+class Compile:
+    """How to compile: a ``torch._dynamo.list_backends()`` name and, for inductor, a mode."""
+
+    backend: str = DEFAULT_BACKEND
+    mode: str = "default"
+
+    def __post_init__(self) -> None:
+        if self.mode not in COMPILE_MODES:
+            raise ValueError(f"unknown compile mode {self.mode!r}; expected one of {', '.join(COMPILE_MODES)}")
+
+    @property
+    def variant(self) -> str:
+        """The row key's variant: the backend, and the mode when it is not the default.
+
+        Dynamo's ``eager`` backend is named ``dynamo-eager`` so its rows never take the eager rows' key.
+        """
+        name = "dynamo-eager" if self.backend == EAGER else self.backend
+        return name if self.mode == "default" else f"{name}-{self.mode}"
+
+
+@dataclasses.dataclass(frozen=True)
 class CaseSpec:
     """One model x mode x device x variant, and every option its measurement takes."""
 
@@ -74,7 +97,7 @@ class CaseSpec:
     mode: str
     device: str = "cpu"  # as torch.device reads it: cpu, cuda, cuda:N
     batch_size: int | None = None  # None: the model's default for this device and mode
-    variant: str = EAGER
+    compile: Compile | None = None  # None: the eager model; else its module compiled (torchbenchmark.variants)
     budget: Budget = Budget()
     threads: int | None = None  # torch intra-op threads; None: torch's default
     detailed: bool = True  # take the detailed profile too
@@ -96,8 +119,23 @@ class CaseSpec:
             raise ValueError(f"world_size must be at least 1, got {self.world_size}")
         if self.world_size > 1 and self.mode != "train":
             raise ValueError(f"DistributedDataParallel runs train cases only, not {self.mode!r}")
+        if self.world_size > 1 and self.compile is not None:
+            raise ValueError("DistributedDataParallel cases run eager modules: compile and world_size do not combine")
         if not self.timeout_s > 0:
             raise ValueError(f"timeout_s must be more than 0, got {self.timeout_s}")
+
+    @property
+    def variant(self) -> str:
+        """Part of the row's key: ``eager``, the compiled variant's name, or ``ddp<N>`` for DistributedDataParallel."""
+        if self.world_size > 1:
+            return ddp_variant(self.world_size)
+        return EAGER if self.compile is None else self.compile.variant
+
+    @property
+    def file_stem(self) -> str:
+        """``<mode>-<device>``, then ``-<variant>`` for any but eager: every file a case writes starts so."""
+        stem = f"{self.mode}-{self.device}"  # the full device: cuda:0 and cuda:1 keep their own files
+        return stem if self.variant == EAGER else f"{stem}-{self.variant}"
 
     @property
     def device_type(self) -> str:
@@ -121,4 +159,5 @@ class CaseSpec:
     @classmethod
     def from_json(cls, text: str) -> CaseSpec:
         data = json.loads(text)
-        return cls(**{**data, "budget": Budget(**data["budget"])})
+        compile_options = Compile(**data["compile"]) if data.get("compile") else None
+        return cls(**{**data, "budget": Budget(**data["budget"]), "compile": compile_options})

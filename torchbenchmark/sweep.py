@@ -30,7 +30,7 @@ from torchbenchmark.environment import collect_environment
 from torchbenchmark.registry import meta_of, model_class
 from torchbenchmark.results import CaseResult, Samples, StepTime
 from torchbenchmark.shard import Shard
-from torchbenchmark.spec import EAGER, Budget, CaseSpec, ddp_variant
+from torchbenchmark.spec import Budget, CaseSpec, Compile
 from torchbenchmark.summary import render_summary_json, render_text
 
 LOCK_NAME = ".torchbenchmark.lock"
@@ -63,6 +63,7 @@ class SweepOptions:
     command: str | None = None  # recorded in the run record's environment
     progress: bool = True
     repeat: int = 1  # processes per case, interleaved across cases: the samples a comparison uses
+    compile: Compile | None = None  # also run each case with its module compiled so
     world_size: int = 1  # above 1: each (train) case as DistributedDataParallel with this many ranks
     shard: Shard | None = None  # run only this shard of the cases (see torchbenchmark/shard.py)
 
@@ -71,14 +72,14 @@ class SweepOptions:
             raise ValueError(f"repeat must be at least 1, got {self.repeat}")
 
     @property
-    def variant(self) -> str:
-        return ddp_variant(self.world_size) if self.world_size > 1 else EAGER
+    def variants(self) -> tuple[Compile | None, ...]:
+        return (None,) if self.compile is None else (None, self.compile)
 
-    def spec(self, model: str, mode: str, repeat: int = 0) -> CaseSpec:
+    def spec(self, model: str, mode: str, compile: Compile | None = None, repeat: int = 0) -> CaseSpec:
         return CaseSpec(
             model=model, mode=mode, device=self.device, batch_size=self.batch_size, budget=self.budget,
-            threads=self.threads, detailed=self.detailed, timeout_s=self.timeout_s, repeat=repeat,
-            world_size=self.world_size, variant=self.variant,
+            threads=self.threads, detailed=self.detailed, timeout_s=self.timeout_s, repeat=repeat, compile=compile,
+            world_size=self.world_size,
         )  # fmt: skip
 
     def flags(self) -> dict[str, Any]:
@@ -123,12 +124,14 @@ def run_sweep(models: Sequence[str], modes: Sequence[str], options: SweepOptions
     """
     out_dir = Path(options.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    cases = [(spec, model_name(spec), mode) for spec in models for mode in modes]
+    cases = [options.spec(model, mode, variant) for model in models for mode in modes for variant in options.variants]
+    names = {model: model_name(model) for model in models}
     shard_info: dict[str, Any] = {}
-    if options.shard is not None:
-        mine = set(shard.select([(name, mode) for _, name, mode in cases], options.shard, shard.reference_costs()))
-        shard_info = {"index": options.shard.index, "count": options.shard.count, "of_cases": len(cases)}
-        cases = [case for case in cases if (case[1], case[2]) in mine]
+    if options.shard is not None:  # every variant of a model and mode goes to the same shard
+        pairs = list(dict.fromkeys((names[case.model], case.mode) for case in cases))
+        mine = set(shard.select(pairs, options.shard, shard.reference_costs()))
+        shard_info = {"index": options.shard.index, "count": options.shard.count, "of_cases": len(pairs)}
+        cases = [case for case in cases if (names[case.model], case.mode) in mine]
     with locked(out_dir):
         earlier = storage.read_records(out_dir)  # strict: an unreadable record stops us before any write
         legacy = storage.legacy_record(out_dir / storage.SUMMARY_JSON) if not earlier else None
@@ -137,7 +140,7 @@ def run_sweep(models: Sequence[str], modes: Sequence[str], options: SweepOptions
             earlier = [legacy]
         environment = collect_environment(options.device, options.threads, options.command)
         record = storage.RunRecord(storage.new_run_id(), environment, options.command)
-        done: dict[tuple[str, str], CaseResult] = {}  # (name, mode) -> this run's row
+        done: dict[tuple[str, str, str], CaseResult] = {}  # (name, mode, variant) -> this run's row
         progress = _Progress(len(cases) * options.repeat, enabled=options.progress)
 
         def save(state: str = "running", not_run: tuple[tuple[str, ...], ...] = (), **extra: Any) -> None:
@@ -154,20 +157,24 @@ def run_sweep(models: Sequence[str], modes: Sequence[str], options: SweepOptions
         save(flags=options.flags(), **({"shard": shard_info} if shard_info else {}))
         try:
             for repeat in range(options.repeat):
-                for model, name, mode in cases:
-                    progress.start(f"{name} {mode}")
-                    result = _run_case(options.spec(model, mode, repeat), name, out_dir)
-                    done[(name, mode)] = combine_repeats(done[(name, mode)], result) if repeat else result
+                for case in cases:
+                    key = (names[case.model], case.mode, case.variant)
+                    progress.start(" ".join(key))
+                    result = _run_case(case.replace(repeat=repeat), key[0], out_dir)
+                    done[key] = combine_repeats(done[key], result) if repeat else result
                     save()
-                    progress.finish(done[(name, mode)].headline() if repeat == options.repeat - 1 else result.headline())
+                    progress.finish(done[key].headline() if repeat == options.repeat - 1 else result.headline())
         except KeyboardInterrupt as stop:
             signum = stop.signum if isinstance(stop, Interrupted) else signal.SIGINT
             reason = f"interrupted by {signal.Signals(signum).name}"
             if len(done) < len(cases) and options.repeat == 1:  # the case that was running
-                model, name, mode = cases[len(done)]
-                done[(name, mode)] = CaseResult(model=name, mode=mode, device=_device_type(options), variant=options.variant,
-                                                status="interrupted", error=reason)  # fmt: skip
-            not_run = tuple((name, mode, _device_type(options), options.variant) for _, name, mode in cases if (name, mode) not in done)
+                case = cases[len(done)]
+                done[(names[case.model], case.mode, case.variant)] = CaseResult(
+                    model=names[case.model], mode=case.mode, device=case.device, variant=case.variant,
+                    status="interrupted", error=reason,
+                )  # fmt: skip
+            not_run = tuple((names[c.model], c.mode, c.device, c.variant) for c in cases
+                            if (names[c.model], c.mode, c.variant) not in done)  # fmt: skip
             save("interrupted", not_run, interrupted_by=reason)
             return SweepOutcome(tuple(done.values()), interrupted_by=int(signum), run_id=record.run_id,
                                 record=out_dir / storage.RUNS_DIR / f"{record.run_id}.json")  # fmt: skip
@@ -251,31 +258,30 @@ def locked(out_dir: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _device_type(options: SweepOptions) -> str:
-    return options.device.split(":")[0]
-
-
-def _worker_environment() -> dict[str, str]:
+def _worker_environment(device: str) -> dict[str, str]:
     env = dict(os.environ)
-    env.update(PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", KINETO_LOG_LEVEL="5")
+    # Kineto's errors go to the case's log on a GPU, where they say why a trace lacks GPU events; on a CPU
+    # its only messages are noise about the GPU it does not need.
+    kineto_level = "3" if device.startswith("cuda") else "5"
+    env.update(PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", KINETO_LOG_LEVEL=kineto_level)
     return env
 
 
 def _run_case(spec: CaseSpec, name: str, out_dir: Path) -> CaseResult:
     """Run one case in a child process and turn whatever happens to it into a row."""
-    device = spec.device_type
+    device = spec.device  # the full device (cuda:1) in the row's key and its files' names
     mode = spec.mode
     case_dir = out_dir / name
     try:
         case_dir.mkdir(parents=True, exist_ok=True)
     except OSError as error:  # e.g. a file of the user's where the model's folder would go: left alone
         return CaseResult(model=name, mode=mode, device=device, status="failed", error=f"cannot write its outputs: {error}")
-    stem = f"{mode}-{device}" if spec.variant == EAGER else f"{mode}-{device}-{spec.variant}"  # variants side by side
-    log_path = case_dir / f"{stem}.log" if spec.profiles else case_dir / f"{stem}.repeat{spec.repeat}.log"
+    stem = spec.file_stem
+    log_path = case_dir / (f"{stem}.log" if spec.profiles else f"{stem}.repeat{spec.repeat}.log")
     partial_log = case_dir / f".{log_path.name}.{os.getpid()}.partial"
-    result_path = case_dir / f".{mode}-{device}.result.{os.getpid()}.json"
+    result_path = case_dir / f".{stem}.result.{os.getpid()}.json"
     request = {"spec": spec.to_json(), "out_dir": str(out_dir), "result_path": str(result_path), "spawned_at": time.time()}
-    base = {"model": name, "mode": mode, "device": device, "log": log_path.relative_to(out_dir).as_posix()}
+    base = {"model": name, "mode": mode, "device": device, "variant": spec.variant, "log": log_path.relative_to(out_dir).as_posix()}
     started = time.perf_counter()
 
     def ended(status: str, reason: str) -> CaseResult:
@@ -288,7 +294,7 @@ def _run_case(spec: CaseSpec, name: str, out_dir: Path) -> CaseResult:
             process = subprocess.Popen(
                 [sys.executable, "-m", "torchbenchmark._worker", json.dumps(request)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=_worker_environment(), start_new_session=True,
+                env=_worker_environment(device), start_new_session=True,
             )  # fmt: skip
             try:
                 returncode = process.wait(timeout=spec.timeout_s)

@@ -1,8 +1,12 @@
-"""Reading a Chrome trace written by torch.profiler: ops per step, op times, phases, top ops, GPU busy.
+"""Reading a Chrome trace written by torch.profiler: ops per step, op times, phases, top ops, GPU figures.
 
 Works on the exported file, not on the live profiler, so every figure can be recomputed from the trace a
 user keeps, and the tests run on real trace files. Only the active steps are in a trace, each inside a
-``ProfilerStep#N`` annotation; an event belongs to the step whose window holds its start.
+``ProfilerStep#N`` annotation on the CPU (Kineto also copies an annotation onto the GPU timeline, as
+``gpu_user_annotation``, when kernels were launched directly under it: those copies are not steps). A CPU
+event belongs to the step whose window holds its start; a kernel or copy belongs to the step, the phase
+and the op whose CPU window holds its launch (the ``cuda_runtime`` or ``cuda_driver`` call sharing its
+``args.correlation``), whichever thread launched it.
 """
 
 from __future__ import annotations
@@ -22,6 +26,26 @@ from torchbenchmark.results import TopOp
 
 Event = dict[str, Any]
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")  # host API calls, joined to their GPU work on correlation
+# Host calls that block until the GPU has finished earlier work: time in them is the host waiting on the GPU.
+# (.item(), nonzero and a device-to-host copy end in one of these.)
+SYNC_CALLS = frozenset({
+    "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy",
+    "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cuMemcpyDtoH_v2",
+})  # fmt: skip
+STEP_PREFIX = "ProfilerStep#"
+STEP_CATEGORIES = ("user_annotation", "cpu_op")  # where torch writes the CPU step annotation
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuSummary:
+    """What the GPU did in an average profiled step, and how host and GPU waited on each other."""
+
+    kernels_per_step: float  # kernels, copies and memsets
+    busy_ms_per_step: float  # time with at least one of them running (overlaps on two streams counted once)
+    sync_ms_per_step: float  # host time blocked in SYNC_CALLS
+    median_launch_wait_us: float  # from a launch call's start to its first kernel's start: queueing behind earlier work
+    unlaunched: int  # GPU events with no launch in the trace, placed by their own start instead
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,10 +60,29 @@ class TraceSummary:
     phases_ms: dict[str, float]  # forward/backward/optimizer time per step (absent phases: 0)
     top_ops: tuple[TopOp, ...]
     gpu_busy_fraction: float | None  # share of the step with a kernel or copy running; None without GPU events
+    gpu: GpuSummary | None = None  # None without GPU events
 
     @property
     def phases_pct(self) -> dict[str, float]:
         return {phase: 100.0 * ms / self.step_ms for phase, ms in self.phases_ms.items()}
+
+
+class IncompleteTrace(ValueError):
+    """A trace that lacks what its case's figures need: the case fails rather than report them wrong."""
+
+
+def check_complete(summary: TraceSummary, profiled_steps: int, on_gpu: bool) -> None:
+    """Raise IncompleteTrace unless the trace holds every profiled step and, on a GPU, GPU events."""
+    if summary.steps < profiled_steps:
+        raise IncompleteTrace(
+            f"the trace holds {summary.steps} of the {profiled_steps} profiled steps: collection stopped early "
+            "(Kineto's messages are in the case log)"
+        )
+    if on_gpu and summary.gpu is None:
+        raise IncompleteTrace(
+            "the CUDA trace holds no kernel events, so it cannot say what the GPU did: CUPTI recorded nothing "
+            "(Kineto's messages are in the case log)"
+        )
 
 
 def load_events(path: str | Path) -> list[Event]:
@@ -49,10 +92,11 @@ def load_events(path: str | Path) -> list[Event]:
 
 
 def _step_windows(events: Iterable[Event]) -> list[tuple[float, float]]:
+    """The CPU windows of the profiled steps; the GPU copies of the annotation are not steps."""
     windows = [
         (float(e["ts"]), float(e["ts"]) + float(e["dur"]))
         for e in events
-        if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")
+        if e.get("ph") == "X" and e.get("cat") in STEP_CATEGORIES and str(e.get("name", "")).startswith(STEP_PREFIX)
     ]
     return sorted(windows)
 
@@ -81,15 +125,41 @@ def _self_times(ops: Sequence[Event]) -> tuple[list[float], list[bool]]:
 
 def _busy_us(intervals: list[tuple[float, float]], windows: list[tuple[float, float]]) -> float:
     """Time inside ``windows`` covered by at least one of ``intervals`` (overlaps counted once)."""
-    busy = 0.0
-    for win_start, win_end in windows:
-        clipped = sorted((max(s, win_start), min(e, win_end)) for s, e in intervals if s < win_end and e > win_start)
-        covered_until = win_start
-        for start, end in clipped:
-            if end > covered_until:
-                busy += end - max(start, covered_until)
-                covered_until = end
-    return busy
+    return sum(
+        _union_us([(max(s, start), min(e, end)) for s, e in intervals if s < end and e > start]) for start, end in windows
+    )
+
+
+def _innermost_op(ops: Sequence[Event], calls: Sequence[Event]) -> list[int | None]:
+    """For each host call, the index of the innermost op on its thread whose window holds it (or None)."""
+    owner: list[int | None] = [None] * len(calls)
+    by_thread: dict[Any, list[tuple[float, float, int, int]]] = defaultdict(list)
+    for index, op in enumerate(ops):
+        by_thread[(op.get("pid"), op.get("tid"))].append((float(op["ts"]), -float(op["dur"]), 0, index))
+    for index, call in enumerate(calls):
+        by_thread[(call.get("pid"), call.get("tid"))].append((float(call["ts"]), 0.0, 1, index))
+    for items in by_thread.values():
+        items.sort()  # at one instant an op opens before the calls it holds
+        stack: list[tuple[float, int]] = []  # (end time, op index) of the open ops
+        for start, negative_dur, is_call, index in items:
+            while stack and stack[-1][0] <= start:
+                stack.pop()
+            if is_call:
+                owner[index] = stack[-1][1] if stack else None
+            else:
+                stack.append((start - negative_dur, index))
+    return owner
+
+
+def _placer(windows: list[tuple[float, float]]) -> Any:
+    """``index(ts)``: the window holding the instant ``ts``, or None."""
+    starts = [start for start, _ in windows]
+
+    def index(ts: float) -> int | None:
+        i = bisect.bisect_right(starts, ts) - 1
+        return i if i >= 0 and ts < windows[i][1] else None
+
+    return index
 
 
 def summarize_events(events: Sequence[Event], top: int = 10) -> TraceSummary:
@@ -97,41 +167,66 @@ def summarize_events(events: Sequence[Event], top: int = 10) -> TraceSummary:
     windows = _step_windows(events)
     if not windows:
         raise ValueError("the trace holds no ProfilerStep events: was the profiler stepped?")
-    starts = [start for start, _ in windows]
+    step_of = _placer(windows)
 
-    def in_a_step(event: Event) -> bool:
-        ts = float(event["ts"])
-        index = bisect.bisect_right(starts, ts) - 1
-        return index >= 0 and ts < windows[index][1]
-
-    complete = [e for e in events if e.get("ph") == "X" and "dur" in e and in_a_step(e)]
+    cpu = [e for e in events if e.get("ph") == "X" and "dur" in e and e.get("cat") not in GPU_CATEGORIES]
+    complete = [e for e in cpu if step_of(float(e["ts"])) is not None]
     ops = [e for e in complete if e.get("cat") == "cpu_op"]
     self_us, top_level = _self_times(ops)
     steps = len(windows)
     step_us = statistics.fmean(end - start for start, end in windows)
 
+    # GPU work joins its step, phase and op through the host call that launched it.
+    launches = [e for e in complete if e.get("cat") in LAUNCH_CATEGORIES]
+    launch_by_id = {e["args"]["correlation"]: e for e in launches if "correlation" in e.get("args", {})}
+    launch_owner = dict(zip((id(e) for e in launches), _innermost_op(ops, launches)))
+    gpu_work: list[tuple[Event, float, Event | None]] = []  # (GPU event, when it was launched, its launch)
+    for event in events:
+        if event.get("ph") != "X" or event.get("cat") not in GPU_CATEGORIES:
+            continue
+        launch = launch_by_id.get(event.get("args", {}).get("correlation"))
+        placed_at = float(launch["ts"]) if launch is not None else float(event["ts"])
+        if step_of(placed_at) is not None:
+            gpu_work.append((event, placed_at, launch))
+    kernel_us_by_op: dict[str, float] = defaultdict(float)
+    for event, _, launch in gpu_work:
+        owner = launch_owner.get(id(launch)) if launch is not None else None
+        if owner is not None:
+            kernel_us_by_op[ops[owner]["name"]] += float(event["dur"])
+
     totals: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
     for op, own in zip(ops, self_us):
         totals[op["name"]][0] += own
         totals[op["name"]][1] += 1
-    ranked = sorted(totals.items(), key=lambda item: item[1][0], reverse=True)[:top]
+    # On a GPU an op costs the step its CPU time or the kernel time it launched, whichever is larger.
+    ranked = sorted(totals.items(), key=lambda item: max(item[1][0], kernel_us_by_op.get(item[0], 0.0)), reverse=True)
     top_ops = tuple(
         TopOp(
             name=name,
             self_ms_per_step=total / steps / 1e3,
             calls_per_step=calls / steps,
             pct_of_step=100.0 * total / steps / step_us,
+            kernel_ms_per_step=kernel_us_by_op.get(name, 0.0) / steps / 1e3 if gpu_work else None,
         )
-        for name, (total, calls) in ranked
+        for name, (total, calls) in ranked[:top]
     )
 
-    phases_us = dict.fromkeys(PHASES, 0.0)
+    phase_windows = {phase: [] for phase in PHASES}  # type: dict[str, list[tuple[float, float]]]
     for event in complete:
-        if event.get("cat") == "user_annotation" and event.get("name") in phases_us:
-            phases_us[event["name"]] += float(event["dur"])
+        if event.get("cat") == "user_annotation" and event.get("name") in phase_windows:
+            phase_windows[event["name"]].append((float(event["ts"]), float(event["ts"]) + float(event["dur"])))
+    if gpu_work:
+        # On a GPU a phase costs the kernel time it launched; its CPU window is mostly time spent queuing.
+        phases_us = {}
+        for phase, spans in phase_windows.items():
+            in_phase = _placer(sorted(spans))
+            launched = [_interval(event) for event, placed_at, _ in gpu_work if in_phase(placed_at) is not None]
+            phases_us[phase] = _union_us(launched)
+    else:
+        phases_us = {phase: sum(end - start for start, end in spans) for phase, spans in phase_windows.items()}
 
-    kernels = [(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in complete if e.get("cat") in GPU_CATEGORIES]
     top_level_durations = [float(op["dur"]) for op, top in zip(ops, top_level) if top]
+    gpu = _gpu_summary(gpu_work, launches, windows) if gpu_work else None
     return TraceSummary(
         steps=steps,
         step_ms=step_us / 1e3,
@@ -140,7 +235,42 @@ def summarize_events(events: Sequence[Event], top: int = 10) -> TraceSummary:
         median_op_us=statistics.median(top_level_durations) if top_level_durations else 0.0,
         phases_ms={phase: us / steps / 1e3 for phase, us in phases_us.items()},
         top_ops=top_ops,
-        gpu_busy_fraction=_busy_us(kernels, windows) / (step_us * steps) if kernels else None,
+        gpu_busy_fraction=gpu.busy_ms_per_step / (step_us / 1e3) if gpu else None,
+        gpu=gpu,
+    )
+
+
+def _interval(event: Event) -> tuple[float, float]:
+    return float(event["ts"]), float(event["ts"]) + float(event["dur"])
+
+
+def _union_us(intervals: list[tuple[float, float]]) -> float:
+    """Time covered by at least one of ``intervals``: work on two streams at once counts once."""
+    total, covered_until = 0.0, float("-inf")
+    for start, end in sorted(intervals):
+        if end > covered_until:
+            total += end - max(start, covered_until)
+            covered_until = end
+    return total
+
+
+def _gpu_summary(
+    gpu_work: list[tuple[Event, float, Event | None]], launches: list[Event], windows: list[tuple[float, float]]
+) -> GpuSummary:
+    steps = len(windows)
+    # One wait per launch, to its first kernel: a CUDA graph's kernels share one launch and run in turn.
+    first_start: dict[int, float] = {}
+    for event, _, launch in gpu_work:
+        if launch is not None:
+            first_start[id(launch)] = min(first_start.get(id(launch), float("inf")), float(event["ts"]) - float(launch["ts"]))
+    waits = [max(0.0, wait) for wait in first_start.values()]
+    sync_us = sum(float(call["dur"]) for call in launches if call.get("name") in SYNC_CALLS)
+    return GpuSummary(
+        kernels_per_step=len(gpu_work) / steps,
+        busy_ms_per_step=_busy_us([_interval(event) for event, _, _ in gpu_work], windows) / steps / 1e3,
+        sync_ms_per_step=sync_us / steps / 1e3,
+        median_launch_wait_us=statistics.median(waits) if waits else 0.0,
+        unlaunched=sum(launch is None for _, _, launch in gpu_work),
     )
 
 
