@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from torchbenchmark.results import CaseResult, Dispatch, StepTime, TopOp
+from torchbenchmark.results import CaseResult, Costs, Dispatch, StepTime, TopOp
 from torchbenchmark.summary import render_json, render_table
 
 GOLDEN = Path(__file__).parent / "data" / "summary_golden.txt"
@@ -20,6 +20,11 @@ ROWS = [
         top_ops=(TopOp("aten::convolution_backward", 380.0, 53.0, 46.8),),
         traces={"light": "resnet50/train-cpu.pt.trace.json.gz", "detailed": "resnet50/train-cpu-detailed.pt.trace.json.gz"},
         warmup_steps=7, steady=True, windows=2, window_diff_pct=0.8, windows_agree=True,
+        costs=Costs(
+            flops_per_step=194392621056, flops_by_kind={"matmul": 98304000, "convolution": 194294317056}, flops_note=None,
+            achieved_gflops=239.3, pct_of_peak=79.8, compute_limit="arithmetic", peak_memory_mb=947.3,
+            state_memory_mb=209.5, memory_method="test", peak_rss_mb=1650.2, samples_per_s=9.848,
+        ),
     ),
     CaseResult(
         model="pyhpc_equation_of_state", mode="eval", device="cpu", status="ok", batch_size=1024, family="scientific",
@@ -27,6 +32,11 @@ ROWS = [
         light_distortion_pct=85.0, detailed_distortion_pct=903.0, edge_distortion_pct=37.5,
         phases_pct={"forward": 97.0, "backward": 0.0, "optimizer": 0.0},
         dispatch=Dispatch("dispatch-bound", 1.0, 150.0, 1.9, 1.3), warmup_steps=60, steady=False,
+        costs=Costs(
+            flops_per_step=None, flops_by_kind={}, flops_note="no matrix product, convolution or attention op",
+            achieved_gflops=None, pct_of_peak=None, compute_limit=None, peak_memory_mb=1.15, state_memory_mb=0.9,
+            memory_method="test", peak_rss_mb=402.0, samples_per_s=18059964.7,
+        ),
     ),
     CaseResult(
         model="dcgan", mode="train", device="cpu", status="ok", batch_size=32, family="gan",
@@ -57,8 +67,13 @@ def test_json_has_the_pinned_fields_and_round_trips() -> None:
     assert set(row["dispatch"]) >= {"verdict", "overhead_fraction", "ops_per_step", "median_op_us"}
     assert row["traces"] == {"light": "resnet50/train-cpu.pt.trace.json.gz", "detailed": "resnet50/train-cpu-detailed.pt.trace.json.gz"}
     assert row["measurement"] == {"windows": 2, "diff_pct": 0.8, "agree": True}
+    assert (row["flops_per_step"], row["achieved_gflops"], row["pct_of_peak"], row["peak_memory_mb"], row["samples_per_s"]) == (
+        194392621056, 239.3, 79.8, 947.3, 9.848,
+    )
+    assert row["flops_by_kind"] == {"matmul": 98304000, "convolution": 194294317056}
     failed = next(r for r in document["results"] if r["status"] == "failed")
-    for key in ("model", "mode", "device", "batch_size", "status", "error", "step_time_ms", "edge_distortion_pct", "dispatch", "traces"):
+    for key in ("model", "mode", "device", "batch_size", "status", "error", "step_time_ms", "edge_distortion_pct", "dispatch", "traces",
+                "flops_per_step", "achieved_gflops", "pct_of_peak", "peak_memory_mb", "samples_per_s"):
         assert key in failed
     assert [CaseResult.from_dict(r) for r in document["results"]] == sorted(ROWS, key=lambda r: (r.model.lower(), r.mode))
 

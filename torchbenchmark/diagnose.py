@@ -18,7 +18,7 @@ from torchbenchmark.contract import ModelMeta
 from torchbenchmark.harness import Characterisation, characterise, device_sync, use_device
 from torchbenchmark.profiling import KINDS, ProfileRun, run_profile, trace_name
 from torchbenchmark.registry import ModelUnavailableError, meta_of, model_class
-from torchbenchmark.results import CaseResult, CompileReport, Dispatch, GpuEvidence, Samples, StepTime
+from torchbenchmark.results import CaseResult, CompileReport, Costs, Dispatch, GpuEvidence, Samples, StepTime
 from torchbenchmark.spec import Budget, CaseSpec, Compile
 from torchbenchmark.stats import relative_change_pct
 from torchbenchmark.storage import write_atomic
@@ -144,6 +144,7 @@ class Measured:
     per_op_overhead_us: float | None
     profiles: dict[str, ProfileRun] | None
     compile: CompileReport | None = None  # a compiled variant: its cost and its speedup over eager
+    costs: Costs | None = None  # taken with the profiles, once per case
 
 
 @dataclasses.dataclass(frozen=True)
@@ -194,7 +195,12 @@ def measure(
         profiles[kind] = run_profile(model, spec.mode, device, kind, active, path)
         lap(kind)
     timings["export"] = round(sum(p.export_s for p in profiles.values()), 3)
-    return Measured(measured, per_op_us, profiles, report)
+    # Counted after the timed and profiled steps: the counter and the memory profile slow the steps they see.
+    from torchbenchmark.costs import measure_costs  # the FLOP counter's imports: only for a case that ran
+
+    costs = measure_costs(model, spec.mode, device, row["batch_size"], measured.steps.median_ms)
+    lap("costs")
+    return Measured(measured, per_op_us, profiles, report, costs)
 
 
 def analyse(spec: CaseSpec, measured: Measured, case_dir: Path, row: dict[str, Any]) -> Analysed:
@@ -254,6 +260,7 @@ def assemble(
         compile=measured.compile,
         speedup_vs_eager=statistics.median(measured.compile.speedup_rounds) if measured.compile else None,
         timings_s=timings,
+        costs=measured.costs,
         **figures,
     )
 

@@ -25,6 +25,9 @@ to start) means the GPU limits the step: compute-bound. The host hardly waiting 
 HOST_WAIT_CPU_BOUND_BELOW) while kernels start as soon as they are launched means the GPU waits on the
 host: dispatch-bound, however busy the GPU is between launches. Anything else is mixed. The overhead
 fraction on a GPU is the share of the unprofiled median step the GPU is idle.
+
+A compute-bound verdict is read with the step's ``pct_of_peak`` (torchbenchmark/costs.py): under
+costs.KERNEL_LIMITED_BELOW_PCT of the machine's peak its kernels, not its op count, are the limit.
 """
 
 from __future__ import annotations

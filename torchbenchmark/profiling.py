@@ -2,8 +2,9 @@
 
 light:    CPU activity (plus CUDA on a GPU) and nothing else, so it distorts the step as little as
           torch.profiler can; its trace is what the verdict is computed from.
-detailed: shapes, memory, Python stacks and FLOPs, for follow-up questions (which op, which line,
-          which shape); it distorts much more and is kept for reading, not for timing.
+detailed: shapes, memory events and Python stacks, for follow-up questions (which op, which line,
+          which shape); it distorts much more and is kept for reading, not for timing. It asks for
+          FLOPs too, but this torch exports none in the trace: a case's FLOPs come from costs.py.
 """
 
 from __future__ import annotations

@@ -182,6 +182,36 @@ class Distributed:
 
 
 @dataclasses.dataclass(frozen=True)
+class Costs:
+    """What one step costs: arithmetic, memory and throughput (how each is measured: torchbenchmark/costs.py).
+
+    Its fields sit at the top level of a summary.json row.
+    """
+
+    flops_per_step: int | None  # None when the step has no op the counter can count: flops_note says why
+    flops_by_kind: dict[str, int]  # matmul, convolution, attention, recurrent, other
+    flops_note: str | None  # why flops_per_step is None, or which compute ops it leaves out
+    achieved_gflops: float | None  # flops_per_step / median step time
+    pct_of_peak: float | None  # achieved_gflops in percent of the environment's peak_gflops
+    compute_limit: str | None  # a compute-bound step's limit: kernels (low pct_of_peak) or arithmetic
+    peak_memory_mb: float | None  # the most tensor memory live during a step on its device, in 10^6 bytes
+    state_memory_mb: float | None  # of which live between steps (CPU only)
+    memory_method: str | None
+    peak_rss_mb: float | None  # the case's process's peak resident set size: not the step's memory
+    samples_per_s: float | None  # batch size / median step time
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Costs | None:
+        """The costs in a row, or None for a row that has none (not ok, or written before costs were)."""
+        if all(data.get(field.name) is None for field in dataclasses.fields(cls)):
+            return None
+        return cls(**{field.name: data.get(field.name) for field in dataclasses.fields(cls)})
+
+
+_COST_FIELDS = tuple(field.name for field in dataclasses.fields(Costs))
+
+
+@dataclasses.dataclass(frozen=True)
 class CaseResult:
     """One model x mode x device: its status, and its figures when it ran. One row of the summary."""
 
@@ -216,6 +246,7 @@ class CaseResult:
     distributed: Distributed | None = None  # a DistributedDataParallel case (--ddp N) only
     run_id: str | None = None  # the run record this row came from
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)  # fields this version does not know: kept
+    costs: Costs | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -271,6 +302,7 @@ class CaseResult:
             "samples": self.samples.to_dict(),
             "compile": self.compile.to_dict() if self.compile else None,
             "speedup_vs_eager": self.speedup_vs_eager,
+            **(dataclasses.asdict(self.costs) if self.costs else dict.fromkeys(_COST_FIELDS)),
             **({"distributed": self.distributed.to_dict()} if self.distributed else {}),
         }
 
@@ -327,6 +359,7 @@ class CaseResult:
             speedup_vs_eager=data.get("speedup_vs_eager"),
             run_id=data.get("run_id"),
             extra={key: value for key, value in data.items() if key not in _KNOWN_KEYS},
+            costs=Costs.from_dict(data),
         )
 
 

@@ -48,9 +48,19 @@ def note(result: CaseResult) -> str:
         notes.append("warmup not steady")
     if result.windows_agree is False:
         notes.append(f"noisy: windows {result.window_diff_pct:.0f}% apart")
+    if result.costs is not None and result.costs.compute_limit == "kernels":
+        notes.append(f"kernels limit it: {result.costs.pct_of_peak:.1f}% of peak")
+    if result.costs is not None and (result.costs.pct_of_peak or 0) > 100:
+        notes.append("above the peak: the peak was measured under load")
     if result.distributed is not None and result.distributed.reading != "compute":
         notes.append(f"{result.distributed.reading}: waits on collectives {result.distributed.exposed_comm_pct:.0f}% of the step")
     return "; ".join(notes)
+
+
+def _cost(result: CaseResult, name: str, scale: float = 1.0) -> float | None:
+    """A figure of the row's costs, divided by ``scale``; None when the row has none."""
+    value = getattr(result.costs, name) if result.costs is not None else None
+    return None if value is None else value / scale
 
 
 COLUMNS: tuple[Column, ...] = (
@@ -70,6 +80,11 @@ COLUMNS: tuple[Column, ...] = (
     Column("op µs", lambda r: number(r.dispatch.median_op_us if r.dispatch else None, 1)),
     Column("overhead %", lambda r: number(100 * r.dispatch.overhead_fraction if r.dispatch else None, 1)),
     Column("verdict", lambda r: r.dispatch.verdict if r.dispatch else "", numeric=False),
+    Column("GFLOP/step", lambda r: significant(_cost(r, "flops_per_step", 1e9))),
+    Column("GFLOP/s", lambda r: significant(_cost(r, "achieved_gflops"))),
+    Column("% peak", lambda r: number(_cost(r, "pct_of_peak"), 1)),
+    Column("peak MB", lambda r: number(_cost(r, "peak_memory_mb"), 0)),
+    Column("samples/s", lambda r: significant(_cost(r, "samples_per_s"))),
     Column("note", lambda r: r.error or note(r), numeric=False),
 )
 VARIANT = Column("variant", lambda r: r.variant, numeric=False)  # shown when any row is not eager
@@ -97,7 +112,7 @@ def summary_columns(results: Sequence[CaseResult], run_column: Column | None = N
     if any(r.variant != "eager" for r in results):
         columns.insert(3, VARIANT)
     if any(r.distributed for r in results):
-        at = columns.index(COLUMNS[-2])  # before the verdict
+        at = next(index for index, column in enumerate(columns) if column.header == "verdict")
         columns[at:at] = DISTRIBUTED
     if run_column is not None:
         columns.insert(-1, run_column)
@@ -126,7 +141,9 @@ ms/step: median step time, outside any profiler; IQR ms: its interquartile range
 light/detailed/edge %: how much each profile, and timing whole calls, add to a step (negative: within noise).
 fwd/bwd/opt %: share of the profiled step in each annotation, blank for a model without annotations.
 ops/step: op events per step; op µs: median time of a top-level op; overhead %: estimated per-op overhead
-share of the step: 50% or more is dispatch-bound, under 20% compute-bound, between mixed (see README)."""
+share of the step: 50% or more is dispatch-bound, under 20% compute-bound, between mixed (see README).
+GFLOP/step: one step's FLOPs (matmuls, convolutions, attention); GFLOP/s: over ms/step; % peak: of the
+machine's peak_gflops in summary.json; peak MB: most tensor memory live in a step; samples/s: batch/ms."""
 DISTRIBUTED_LEGEND = """\
 comm %: (--ddp) share of the step with a collective running on a rank, mean over ranks; exposed %: the
 part of it no compute overlapped (the step waited); skew %: slowest rank's median step over the fastest's."""

@@ -26,6 +26,7 @@ from typing import Any
 from tqdm import tqdm
 
 from torchbenchmark import shard, storage
+from torchbenchmark.costs import measure_peak, with_peak, with_step_time
 from torchbenchmark.environment import collect_environment
 from torchbenchmark.registry import meta_of, model_class
 from torchbenchmark.results import CaseResult, Samples, StepTime
@@ -138,7 +139,9 @@ def run_sweep(models: Sequence[str], modes: Sequence[str], options: SweepOptions
         if legacy is not None:  # rows of a summary from before run records: carried as a record of their own
             storage.write_record(out_dir, legacy)
             earlier = [legacy]
-        environment = collect_environment(options.device, options.threads, options.command)
+        # The machine's peak, measured once per sweep on the cases' device and thread count: see costs.py.
+        peak = measure_peak(options.device, options.threads)
+        environment = {**collect_environment(options.device, options.threads, options.command), **peak.environment()}
         record = storage.RunRecord(storage.new_run_id(), environment, options.command)
         done: dict[tuple[str, str, str], CaseResult] = {}  # (name, mode, variant) -> this run's row
         progress = _Progress(len(cases) * options.repeat, enabled=options.progress)
@@ -160,7 +163,7 @@ def run_sweep(models: Sequence[str], modes: Sequence[str], options: SweepOptions
                 for case in cases:
                     key = (names[case.model], case.mode, case.variant)
                     progress.start(" ".join(key))
-                    result = _run_case(case.replace(repeat=repeat), key[0], out_dir)
+                    result = with_peak(_run_case(case.replace(repeat=repeat), key[0], out_dir), peak.gflops)
                     done[key] = combine_repeats(done[key], result) if repeat else result
                     save()
                     progress.finish(done[key].headline() if repeat == options.repeat - 1 else result.headline())
@@ -205,8 +208,9 @@ def combine_repeats(first: CaseResult, later: CaseResult) -> CaseResult:
         min_ms=min(first.step_time.min_ms, later.step_time.min_ms),
         n=first.step_time.n + later.step_time.n,
     )
-    return dataclasses.replace(first, step_time=step, samples=samples,
-                               windows_agree=bool(first.windows_agree and later.windows_agree))  # fmt: skip
+    combined = dataclasses.replace(first, step_time=step, samples=samples,
+                                   windows_agree=bool(first.windows_agree and later.windows_agree))  # fmt: skip
+    return with_step_time(combined, first.step_time.median_ms)  # per-second costs follow the pooled median
 
 
 class _Progress:

@@ -1,0 +1,161 @@
+"""Costs on models of known cost: exact FLOPs, a known activation's memory, throughput, and the uncountable."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import torch
+
+from tests.synthetic_models import (
+    ElementwiseOnly,
+    FailsUnderTheCounter,
+    FewLargeMatmuls,
+    HoldsKnownActivation,
+    MatmulChain,
+    TinyBatchedMatmuls,
+)
+from torchbenchmark import costs
+from torchbenchmark.diagnose import collect_diagnostics
+from torchbenchmark.harness import Budget
+from torchbenchmark.results import CaseResult, Costs, Dispatch, StepTime
+from torchbenchmark.summary import note, render_json
+
+QUICK = Budget(warmup_s=1.0, measure_s=0.5, min_steps=3, edge_calls=2)
+CPU = torch.device("cpu")
+
+
+def _chain_flops(mode: str) -> int:
+    batch, widths = 8, MatmulChain.WIDTHS
+    layers = list(zip(widths, widths[1:]))
+    forward = sum(2 * batch * n_in * n_out for n_in, n_out in layers)
+    if mode == "eval":
+        return forward
+    # Backward: each layer's weight gradient costs what its forward did, and so does its input
+    # gradient, except the first layer's: the model's input needs no gradient.
+    first_in, first_out = layers[0]
+    return 3 * forward - 2 * batch * first_in * first_out
+
+
+@pytest.mark.parametrize("mode", ["eval", "train"])
+def test_a_chain_of_matmuls_counts_2mnk_each(mode: str) -> None:
+    count = costs.count_flops(MatmulChain(), mode)
+    assert count.total == _chain_flops(mode)
+    assert count.by_kind == {"matmul": _chain_flops(mode)}
+    assert count.note is None
+
+
+def test_a_step_of_uncountable_ops_is_null_with_the_reason() -> None:
+    count = costs.count_flops(ElementwiseOnly(), "train")
+    assert count.total is None
+    assert "no matrix product, convolution or attention" in count.note
+
+
+def test_a_step_that_fails_under_the_counter_is_null_with_the_error() -> None:
+    count = costs.count_flops(FailsUnderTheCounter(), "eval")
+    assert count.total is None
+    assert "RuntimeError: this op has no Python dispatch path" in count.note
+
+
+def test_cpu_attention_and_lstm_are_counted() -> None:
+    query = torch.randn(2, 4, 16, 8)
+
+    class Attention(MatmulChain):
+        def infer(self, inputs: object) -> torch.Tensor:
+            return torch.nn.functional.scaled_dot_product_attention(query, query, query)
+
+    count = costs.count_flops(Attention(), "eval")
+    assert count.by_kind["attention"] == 2 * (2 * 2 * 4 * 16 * 16 * 8)  # Q K^T and its product with V
+
+    class Recurrent(MatmulChain):
+        def build(self) -> torch.nn.Module:
+            return torch.nn.LSTM(16, 32, batch_first=True)
+
+        def infer(self, inputs: object) -> torch.Tensor:
+            return self.module(torch.ones(4, 10, 16))[0]
+
+    count = costs.count_flops(Recurrent(), "eval")
+    assert count.by_kind["recurrent"] == 2 * 4 * 10 * (4 * 32 * 16 + 4 * 32 * 32)
+
+
+def test_peak_memory_of_a_step_holding_a_known_activation() -> None:
+    model = HoldsKnownActivation()
+    model.eval(niter=2)
+    activation = HoldsKnownActivation.ROWS * HoldsKnownActivation.WIDTH * 4
+    state = (16 * HoldsKnownActivation.WIDTH + HoldsKnownActivation.ROWS * 16) * 4  # weight and input
+    memory = costs.measure_memory(model, "eval", CPU)
+    assert memory.peak_mb == pytest.approx((activation + state) / costs.MB, rel=0.03)
+    assert memory.state_mb == pytest.approx(state / costs.MB, rel=0.03)
+    assert costs.step_allocation_peak_bytes(model, "eval") == pytest.approx(activation, rel=0.03)
+
+
+def test_a_diagnosed_row_carries_costs_consistent_with_its_step_time(tmp_path) -> None:
+    result = collect_diagnostics(MatmulChain, "train", out_dir=tmp_path, budget=QUICK, detailed=False)
+    assert result.status == "ok", result.error
+    cost, median_ms = result.costs, result.step_time.median_ms
+    assert cost.flops_per_step == _chain_flops("train")
+    assert cost.samples_per_s == pytest.approx(8 / (median_ms / 1e3))
+    assert cost.achieved_gflops == pytest.approx(_chain_flops("train") / (median_ms / 1e3) / 1e9)
+    assert cost.pct_of_peak is None  # until a sweep's peak is applied
+    assert cost.peak_rss_mb > cost.peak_memory_mb > 0
+    row = json.loads(render_json([costs.with_peak(result, 1.0)], {}))["results"][0]
+    for name in ("flops_per_step", "achieved_gflops", "pct_of_peak", "peak_memory_mb", "samples_per_s"):
+        assert row[name] is not None, name
+    assert CaseResult.from_dict(row).costs == costs.with_peak(result, 1.0).costs
+
+
+def test_machine_peak_is_a_best_of_matmuls_with_its_method() -> None:
+    peak = costs.measure_peak("cpu", threads=1, size=256, seconds=0.05)
+    assert peak.gflops > 0
+    assert set(peak.environment()) == {"peak_gflops", "peak_method"}
+    assert "best of" in peak.method and "256x256x256" in peak.method and "1 threads" in peak.method
+
+
+def _row(verdict: str, achieved_gflops: float) -> CaseResult:
+    cost = Costs(
+        flops_per_step=10**9, flops_by_kind={"matmul": 10**9}, flops_note=None, achieved_gflops=achieved_gflops,
+        pct_of_peak=None, compute_limit=None, peak_memory_mb=1.0, state_memory_mb=0.5, memory_method="test",
+        peak_rss_mb=100.0, samples_per_s=1.0,
+    )  # fmt: skip
+    return CaseResult(
+        model="m", mode="eval", device="cpu", status="ok", step_time=StepTime(1000 / achieved_gflops, 0.0, 0.0, 3),
+        dispatch=Dispatch(verdict, 0.1, 10.0, 1.0, 1.0), costs=cost,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("verdict", "achieved", "expected"),
+    [("compute-bound", 9.9, "kernels"), ("compute-bound", 10.0, "arithmetic"), ("mixed", 1.0, None), ("dispatch-bound", 1.0, None)],
+)
+def test_compute_limit_rule(verdict: str, achieved: float, expected: str | None) -> None:
+    result = costs.with_peak(_row(verdict, achieved), peak_gflops=100.0)
+    assert result.costs.pct_of_peak == pytest.approx(achieved)
+    assert result.costs.compute_limit == expected
+
+
+def test_with_peak_leaves_rows_without_flops_alone() -> None:
+    row = _row("compute-bound", 5.0)
+    no_flops = dataclasses.replace(row, costs=dataclasses.replace(row.costs, flops_per_step=None, achieved_gflops=None))
+    assert costs.with_peak(no_flops, 100.0) == no_flops
+    assert costs.with_peak(row, None) == row
+
+
+@pytest.mark.parametrize(
+    ("model", "limit"),
+    [(FewLargeMatmuls, "arithmetic"), (TinyBatchedMatmuls, "kernels")],
+)
+def test_models_of_known_character_get_their_compute_limit(tmp_path, model: type, limit: str) -> None:
+    """Both are compute-bound (few, long ops); large square matmuls run near the peak, 2x2 ones far below it."""
+    peak = costs.measure_peak("cpu", threads=1, size=1024, seconds=0.3)
+    result = costs.with_peak(collect_diagnostics(model, "eval", out_dir=tmp_path, budget=QUICK, detailed=False), peak.gflops)
+    assert result.status == "ok", result.error
+    assert result.dispatch.verdict == "compute-bound", result.dispatch
+    assert result.costs.compute_limit == limit, result.costs
+
+
+def test_the_summary_notes_a_kernel_limited_row() -> None:
+    row = costs.with_peak(_row("compute-bound", 4.0), peak_gflops=100.0)
+    assert note(row) == "kernels limit it: 4.0% of peak"
+    assert note(costs.with_peak(_row("compute-bound", 40.0), peak_gflops=100.0)) == ""
+    assert note(costs.with_peak(_row("mixed", 140.0), peak_gflops=100.0)) == "above the peak: the peak was measured under load"
