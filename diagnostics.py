@@ -10,13 +10,9 @@ torchbenchmark.cli over the library, so the same sweep is available from Python 
 torchbenchmark.run_sweep and one case as torchbenchmark.collect_diagnostics.
 """
 
-import os
 import sys
 
-# The profiler's native library logs every start and stop at its default level.
-os.environ.setdefault("KINETO_LOG_LEVEL", "5")
-
-from torchbenchmark.cli import main  # noqa: E402
+from torchbenchmark.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -10,15 +10,13 @@ A mode a model does not support (NotImplementedError) is skipped with the reason
 
 from __future__ import annotations
 
-import os
 import unittest
 
-os.environ.setdefault("KINETO_LOG_LEVEL", "5")  # before torch: the profiler's native library is chatty
+# torchbenchmark first: it sets the profiler's native log levels before torch reads them.
+from torchbenchmark import MODES, list_models, load_model, model_class
+from torchbenchmark.checks import check_model
 
-import torch  # noqa: E402
-
-from torchbenchmark import MODES, list_models, load_model, model_class  # noqa: E402
-from torchbenchmark.checks import check_model  # noqa: E402
+import torch  # noqa: E402  isort: skip
 
 # The checks test behaviour, not speed, and on a shared 2-core machine two intra-op threads spin at
 # barriers while the other core is busy: one thread makes the smoke test several times faster there.

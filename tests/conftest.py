@@ -1,10 +1,11 @@
-"""Shared pytest setup: quiet the profiler's native logging, and run in-process tests on one thread."""
+"""Shared pytest setup: run in-process tests on one thread.
 
-import os
+torchbenchmark is imported before torch, so its native-log levels are set before torch reads them.
+"""
 
-os.environ.setdefault("KINETO_LOG_LEVEL", "5")
+import torchbenchmark  # noqa: F401
 
-import torch  # noqa: E402
+import torch  # noqa: E402  isort: skip
 
 # Behaviour, not speed, is tested here; one thread avoids intra-op threads spinning on a busy machine.
 torch.set_num_threads(1)

@@ -160,3 +160,78 @@ class HangsWithChild(Hangs):
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
         _record_pids(self.meta.name, [os.getpid(), child.pid])
         return Healthy.build(self)
+
+
+class SpawnsDetached(Healthy):
+    """Starts a child in a session of its own, as a daemon would, then runs normally: the child must not outlive the case."""
+
+    meta = _meta("spawns_detached")
+
+    def build(self) -> nn.Module:
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"], start_new_session=True)
+        _record_pids(self.meta.name, [child.pid])
+        return super().build()
+
+
+class HangsWithDetachedChild(Hangs):
+    """Starts a child in a session of its own, then hangs: the timeout must end both."""
+
+    meta = _meta("hangs_with_detached_child")
+
+    def build(self) -> nn.Module:
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"], start_new_session=True)
+        _record_pids(self.meta.name, [os.getpid(), child.pid])
+        return Healthy.build(self)
+
+
+FLOOD_BYTES = 48 << 20
+FLOOD_FIRST_LINE = "flood: the first line\n"
+FLOOD_LAST_LINE = "flood: the last line\n"
+
+
+class Floods(Healthy):
+    """Prints far more than a log keeps (48 MiB) while it builds, then runs normally."""
+
+    meta = _meta("floods")
+
+    def build(self) -> nn.Module:
+        line = "flood " + "x" * 1017 + "\n"  # 1 KiB
+        sys.stdout.write(FLOOD_FIRST_LINE)
+        for _ in range(FLOOD_BYTES // len(line)):
+            sys.stdout.write(line)
+        sys.stdout.write(FLOOD_LAST_LINE)
+        sys.stdout.flush()
+        return super().build()
+
+
+# Declared names that must never become a path: each is refused before any folder is made of it.
+class DotDotName(Healthy):
+    meta = _meta("../..")
+
+
+class ParentName(Healthy):
+    meta = _meta("..")
+
+
+class EscapingName(Healthy):
+    meta = _meta("../../escaped")
+
+
+class AbsoluteName(Healthy):
+    meta = _meta("/tmp/torchbenchmark-absolute-name")
+
+
+class NulName(Healthy):
+    meta = _meta("nul\0name")
+
+
+class LongName(Healthy):
+    meta = _meta("n" * 300)
+
+
+class NumberName(Healthy):
+    meta = _meta(42)  # type: ignore[arg-type]
+
+
+class EmptyName(Healthy):
+    meta = _meta("")

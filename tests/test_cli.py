@@ -67,3 +67,33 @@ def test_list_names_every_model() -> None:
     done = diagnostics("--list")
     assert done.returncode == 0
     assert "resnet50" in done.stdout and "family" in done.stdout
+
+
+def test_no_progress_prints_a_line_per_case(sweep) -> None:
+    done, _ = sweep
+    lines = [line for line in done.stderr.splitlines() if line.startswith("[")]
+    assert [line.split()[0] for line in lines] == ["[1/2]", "[2/2]"], done.stderr
+    assert all("tiny_mlp" in line and "ms/step" in line for line in lines)
+
+
+@pytest.mark.parametrize("kind", ["", "-detailed"])
+def test_traces_carry_distributed_info_for_hta(sweep, kind: str) -> None:
+    _, out = sweep
+    with gzip.open(out / "tiny_mlp" / f"train-cpu{kind}.pt.trace.json.gz", "rt") as stream:
+        trace = json.load(stream)
+    assert trace["distributedInfo"] == {"rank": 0, "world_size": 1, "backend": "none"}
+    assert trace["traceEvents"]
+
+
+def test_models_by_family_and_exclude() -> None:
+    from torchbenchmark import cli
+
+    nlp = cli.resolve_models("family:nlp")
+    assert "hf_Bert" in nlp and "resnet50" not in nlp
+    assert cli.exclude_models(nlp, "hf_Bert,hf_T5") == [name for name in nlp if name not in ("hf_Bert", "hf_T5")]
+    with pytest.raises(cli.UsageError, match="unknown family 'nope'; families: "):
+        cli.resolve_models("family:nope")
+    with pytest.raises(cli.UsageError, match="not among the models chosen"):
+        cli.exclude_models(nlp, "resnet50")
+    done = diagnostics("--models", "family:nope")
+    assert done.returncode == 2 and "unknown family" in done.stderr

@@ -106,7 +106,7 @@ def test_a_single_process_trace_says_it_is_rank_0(tmp_path: Path) -> None:
     run = run_profile(TinyMLP(), "train", torch.device("cpu"), "light", 2, tmp_path / "t.pt.trace.json.gz")
     with gzip.open(run.trace_path, "rt") as stream:
         document = json.load(stream)
-    assert document["distributedInfo"] == {"backend": None, "rank": 0, "world_size": 1}
+    assert document["distributedInfo"] == {"rank": 0, "world_size": 1, "backend": "none"}
     assert load_events(run.trace_path) == document["traceEvents"]
 
 

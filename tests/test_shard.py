@@ -29,7 +29,7 @@ def fake_case(spec: Any, name: str, out_dir: Path) -> CaseResult:
 @pytest.fixture
 def fake_sweep(monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setattr(sweep, "_run_case", fake_case)
-    monkeypatch.setattr(sweep, "model_name", lambda spec: spec)
+    monkeypatch.setattr(sweep, "list_models", lambda: sorted(MODELS))  # the fake names count as registered
     monkeypatch.setattr(shard, "reference_costs", lambda: COSTS)
 
     def run(out: Path, **options: Any) -> sweep.SweepOutcome:

@@ -84,5 +84,5 @@ def test_non_finite_figures_become_null() -> None:
 
 
 def test_repr_reads_as_a_sentence() -> None:
-    assert repr(ROWS[0]) == "CaseResult(resnet50 train cpu bs=8: 812.3 ms/step (IQR 12), compute-bound (overhead 1%))"
+    assert repr(ROWS[0]) == "CaseResult(resnet50 train cpu bs=8: 812 ms/step (IQR 12.5 ms), compute-bound (overhead 1%))"
     assert repr(ROWS[3]).startswith("CaseResult(dlrm train cpu: failed (out of memory")

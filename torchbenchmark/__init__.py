@@ -13,8 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchbenchmark.contract import MODES, PHASES, BatchSizes, BenchmarkModel, ModelMeta
-from torchbenchmark.registry import (
+from torchbenchmark.native_logs import quiet_native_logs
+
+quiet_native_logs()  # before torch is imported: see torchbenchmark/native_logs.py
+
+from torchbenchmark.contract import MODES, PHASES, BatchSizes, BenchmarkModel, ModelMeta  # noqa: E402
+from torchbenchmark.registry import (  # noqa: E402
     ModelUnavailableError,
     UnknownModelError,
     list_models,
@@ -43,6 +47,11 @@ def __getattr__(name: str) -> Any:
 
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'torchbenchmark' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The loaded names and the lazy ones, so completion and ``dir()`` show ``collect_diagnostics``."""
+    return sorted(__all__)
 
 
 __all__ = [

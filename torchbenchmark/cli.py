@@ -1,8 +1,9 @@
 """The diagnostics command line: parse and check every input before any work, then run the sweep.
 
-Exit status: 0 every case ok or skipped; 1 a case failed or timed out; 2 a usage error (nothing was
-run or written); 130 interrupted by Ctrl-C (SIGINT); 143 interrupted by SIGTERM. Subcommands
-(``compare``, ``merge``) are named first: ``diagnostics.py compare BASE NEW``.
+Exit status: 0 every case ok or skipped; 1 a case failed or timed out, or the summary could not be
+written; 2 a usage error (nothing was run or written); 128 + the signal when interrupted: 130 by Ctrl-C
+(SIGINT), 143 by SIGTERM, 129 by SIGHUP. Plug-ins are imported only in child processes. Subcommands
+(``compare``, ``check``, ``merge``) are named first: ``diagnostics.py compare BASE NEW``.
 """
 
 from __future__ import annotations
@@ -20,34 +21,52 @@ from typing import Any
 from tabulate import tabulate
 
 from torchbenchmark.compare import DEFAULT_THRESHOLD_PCT
-from torchbenchmark.contract import MODES
+from torchbenchmark.contract import MODES, contract_problems
+from torchbenchmark.plugins import IMPORT_TIMEOUT_S, PluginProbe, probe_plugins
+from torchbenchmark.process import LOG_HEAD_BYTES, LOG_TAIL_BYTES
+from torchbenchmark.registry import is_plugin_spec, list_models, meta_of, model_class, unknown_model_message
+from torchbenchmark.safe_paths import MAX_NAME_BYTES
 from torchbenchmark.spec import COMPILE_MODES, DEFAULT_BACKEND, Budget, Compile
-from torchbenchmark.registry import (
-    ModelUnavailableError,
-    UnknownModelError,
-    is_plugin_spec,
-    list_models,
-    meta_of,
-    model_class,
-    unknown_model_message,
-)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+FAMILY_PREFIX = "family:"
 
-EPILOG = """\
-models: registered names (see --list), 'all', or plug-ins that follow the model contract, given as
-package.module:ClassName or path/to/file.py:ClassName.
+
+def _mib(n_bytes: int) -> str:
+    return f"{n_bytes / (1 << 20):g} MiB"
+
+
+EPILOG = f"""\
+models: registered names (see --list), 'all', family:NAME for every model of a family (see --list), or
+plug-ins that follow the model contract, given as package.module:ClassName or path/to/file.py:ClassName.
+A plug-in is imported only in a child process,
+given at most {IMPORT_TIMEOUT_S:g} s (or --timeout, if shorter): one that hangs, crashes or exits while
+being imported is a failed row with its traceback in the log, never the end of the run. A model's
+name (its declared name, else its class name) must be one folder name: no '/', no '..', no NUL, at
+most {MAX_NAME_BYTES} bytes; anything else is a usage error here and a failed row from Python.
 
 subcommands: 'diagnostics.py compare BASE NEW' compares two runs (see 'compare --help');
+'diagnostics.py check SPEC [SPEC ...]' checks models or plug-ins against the contract (see 'check --help');
 'diagnostics.py merge OUT1 OUT2 ... --out MERGED' joins the outputs of --shard runs (see 'merge --help').
 
 outputs, under --out: runs/<run-id>.json (this run's record: environment, command, a row per case;
 never changed once the run ends), summary.txt and summary.json (the latest row of every case over
-all records, rebuilt after every case: cases not in this run keep their rows), and per model <model>/<mode>-<device>.pt.trace.json.gz (light
-profile), ...-detailed.pt.trace.json.gz, .top_ops.txt and .log.
+all records, rebuilt after every case: cases not in this run keep their rows), and per model
+<model>/<mode>-<device>.pt.trace.json.gz (light profile), ...-detailed.pt.trace.json.gz, .top_ops.txt
+and .log. Every path written is checked to lie under --out once links are resolved; nothing is
+written elsewhere. A case's .log is capped at {_mib(LOG_HEAD_BYTES + LOG_TAIL_BYTES)}: its first and last {_mib(LOG_HEAD_BYTES)} are kept, with a
+line saying how many bytes were cut between them. A case that cannot write its outputs (a full disk,
+a read-only folder) is a failed row with the reason, and the run goes on. An ok row whose figure is
+not to be trusted (noisy windows, warmup not steady, a wide IQR, too few steps) is marked UNTRUSTWORTHY
+on its progress line and in summary.txt, and the sweep ends by listing such rows with what to do.
 
-exit status: 0 every case ok or skipped; 1 a case failed or timed out; 2 usage error, nothing run or
-written; 130 interrupted by Ctrl-C; 143 interrupted by SIGTERM.
+processes: each case runs in its own process tree, which ends with the case (on success, failure or
+--timeout), detached descendants included, and dies with this run, even if it is killed by SIGKILL.
+
+exit status: 0 every case ok or skipped; 1 a case failed or timed out, or the summary could not be
+written; 2 usage error, in one line, nothing run or written; 130 interrupted by Ctrl-C;
+143 interrupted by SIGTERM; 129 interrupted by SIGHUP (the running case is stopped, the summary
+written and the cases not run marked interrupted).
 """
 
 
@@ -55,7 +74,7 @@ class UsageError(Exception):
     """Bad input: reported in one line, exit status 2, before anything runs or is written."""
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(message)
 
@@ -100,13 +119,14 @@ def _shard(text: str) -> Any:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="diagnostics.py",
         description="Profile models and say where each step's time goes and whether it is dispatch-bound.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--models", help="comma-separated model names, 'all', or plug-in specs")
+    parser.add_argument("--models", help="comma-separated model names, 'all', family:NAME (e.g. family:nlp), or plug-in specs")
+    parser.add_argument("--exclude", help="comma-separated models to leave out of --models (names, family:NAME or specs)")
     parser.add_argument("--modes", help="comma-separated: train, eval (default: both; train with --ddp)")
     parser.add_argument("--device", default="auto", help="auto (cuda when available, else cpu), cpu, cuda or cuda:N")
     parser.add_argument("--out", default="traces", help="output folder (default: traces)")
@@ -140,30 +160,57 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def resolve_models(text: str) -> list[str]:
-    """Registered names and plug-in specs, checked: each one must name a model that exists."""
+def resolve_models(text: str, import_timeout_s: float = IMPORT_TIMEOUT_S) -> list[str]:
+    """Registered names and plug-in specs, checked: each one must name a model that exists, by a usable name.
+
+    Plug-ins are imported in a child process; one whose import fails, hangs or crashes is kept (its
+    cases become failed rows with the reason), one that names nothing is a usage error.
+    """
     specs = [part.strip() for part in text.split(",") if part.strip()]
     if not specs:
         raise UsageError("--models is empty")
-    resolved: list[str] = []
+    plugins = [spec for spec in specs if not spec.startswith(FAMILY_PREFIX) and is_plugin_spec(spec)]
     for spec in specs:
-        if spec == "all":
-            resolved.extend(list_models())
-        elif is_plugin_spec(spec):
-            try:
-                model_class(spec)
-            except UnknownModelError as error:
-                raise UsageError(str(error)) from None
-            except ModelUnavailableError:
-                pass  # it exists but cannot import here: a skipped row with the reason, not a usage error
-            except Exception:  # noqa: BLE001 - the plug-in's own code raised: a failed row with its traceback
-                pass
-            resolved.append(spec)
-        elif spec in list_models():
-            resolved.append(spec)
-        else:
+        if spec != "all" and not spec.startswith(FAMILY_PREFIX) and spec not in plugins and spec not in list_models():
             raise UsageError(unknown_model_message(spec))
+    for probe in probe_plugins(plugins, import_timeout_s).values():
+        if probe.status == "unknown":
+            raise UsageError(probe.error)
+        if probe.name_error:
+            raise UsageError(probe.name_error)
+    resolved = [name for spec in specs for name in _expand(spec)]
     return list(dict.fromkeys(resolved))  # each case once, first mention first
+
+
+def _expand(spec: str) -> list[str]:
+    """``all`` and ``family:NAME`` as the names they stand for; any other spec as itself."""
+    if spec == "all":
+        return list_models()
+    if spec.startswith(FAMILY_PREFIX):
+        return family_models(spec[len(FAMILY_PREFIX) :])
+    return [spec]
+
+
+def family_models(family: str) -> list[str]:
+    """The registered models of one family (``--models family:nlp``)."""
+    by_family: dict[str, list[str]] = {}
+    for name in list_models():
+        by_family.setdefault(meta_of(model_class(name)).family, []).append(name)
+    if family not in by_family:
+        raise UsageError(f"unknown family {family!r}; families: {', '.join(sorted(by_family))}")
+    return by_family[family]
+
+
+def exclude_models(models: list[str], text: str) -> list[str]:
+    """``models`` less those ``--exclude`` names (registered names, plug-in specs or family:NAME)."""
+    excluded = set(resolve_models(text))
+    unknown = excluded - set(models)
+    if unknown:
+        raise UsageError(f"--exclude {', '.join(sorted(unknown))}: not among the models chosen")
+    remaining = [model for model in models if model not in excluded]
+    if not remaining:
+        raise UsageError("--exclude leaves no model to run")
+    return remaining
 
 
 def resolve_modes(text: str) -> list[str]:
@@ -211,23 +258,46 @@ def check_out_dir(path: Path) -> None:
         raise UsageError(f"--out {path}: cannot create it, {parent} is not a writable folder")
 
 
-def list_table(models: Sequence[str] | None = None) -> str:
+def list_table(models: Sequence[str] | None = None, import_timeout_s: float = IMPORT_TIMEOUT_S) -> str:
     """The registered models (or the given names and plug-in specs), with whether each can run here."""
+    specs = list_models() if models is None else list(models)
+    probes = probe_plugins([spec for spec in specs if is_plugin_spec(spec)], import_timeout_s)
     rows = []
-    for spec in list_models() if models is None else models:
-        try:
-            meta = meta_of(model_class(spec))
-        except Exception as error:  # noqa: BLE001 - a model that cannot import is listed with the reason
-            rows.append((spec, "", "", "", "", "", "", f"unavailable: {error}"))
-            continue
-        name = meta.name
-        missing = [dep for dep in meta.requires if not _importable(dep)]
-        sizes = meta.batch_sizes
-        availability = f"unavailable: needs {', '.join(missing)}" if missing else "yes"
-        rows.append((name, meta.family, "yes" if meta.annotated else "no", sizes.cpu_train, sizes.cpu_eval,
-                     sizes.cuda_train, sizes.cuda_eval, availability))  # fmt: skip
+    for spec in specs:
+        rows.append(_plugin_row(probes[spec]) if spec in probes else _registered_row(spec))
     headers = ["model", "family", "annotated", "cpu train", "cpu eval", "cuda train", "cuda eval", "available"]
     return tabulate(rows, headers=headers)
+
+
+def _registered_row(name: str) -> tuple[object, ...]:
+    try:
+        cls = model_class(name)
+        meta = meta_of(cls)
+    except Exception as error:  # noqa: BLE001 - a model that cannot import is listed with the reason
+        return (name, "", "", "", "", "", "", f"unavailable: {error}")
+    if contract_problems(cls):
+        return (name, meta.family, "", "", "", "", "", _cannot_run(contract_problems(cls)))
+    missing = [dep for dep in meta.requires if not _importable(dep)]
+    sizes = meta.batch_sizes
+    availability = f"unavailable: needs {', '.join(missing)}" if missing else "yes"
+    return (name, meta.family, "yes" if meta.annotated else "no", sizes.cpu_train, sizes.cpu_eval,
+            sizes.cuda_train, sizes.cuda_eval, availability)  # fmt: skip
+
+
+def _plugin_row(probe: PluginProbe) -> tuple[object, ...]:
+    """A plug-in's row from its probe; an import that failed shows its own error, first line."""
+    if probe.status != "ok":
+        return (probe.spec, "", "", "", "", "", "", f"unavailable: {probe.error}")
+    if probe.name_error:
+        return (probe.spec, "", "", "", "", "", "", f"unusable: {probe.name_error}")
+    if probe.problems:
+        return (probe.row_name, probe.family, "", "", "", "", "", _cannot_run(probe.problems))
+    availability = f"unavailable: needs {', '.join(probe.missing)}" if probe.missing else "yes"
+    return (probe.row_name, probe.family, "yes" if probe.annotated else "no", *(probe.batch_sizes or ("",) * 4), availability)
+
+
+def _cannot_run(problems: Sequence[str]) -> str:
+    return f"cannot run: not a model of the contract: {'; '.join(problems)}"
 
 
 def _importable(package: str) -> bool:
@@ -248,7 +318,7 @@ nothing in common).
 
 
 def build_compare_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="diagnostics.py compare",
         description="Compare two runs: each case's step-time ratio with a 95% interval, and a regression gate.",
         epilog=COMPARE_EPILOG,
@@ -296,24 +366,31 @@ def main(argv: Sequence[str] | None = None) -> int:
             from torchbenchmark import merge
 
             return merge.main(argv[1:])
+        if argv[:1] == ["check"]:
+            from torchbenchmark import check_cli
+
+            return check_cli.main(argv[1:])
         if argv[:1] == ["compare"]:
             compare_args = build_compare_parser().parse_args(argv[1:])
             return run_compare(compare_args.base, compare_args.new, compare_args.threshold, compare_args.json)
         args = build_parser().parse_args(argv)
+        import_timeout_s = min(IMPORT_TIMEOUT_S, args.timeout)
         if args.list:
-            print(list_table(resolve_models(args.models) if args.models else None))
+            listed = resolve_models(args.models, import_timeout_s) if args.models else None
+            if listed is not None and args.exclude:
+                listed = exclude_models(listed, args.exclude)
+            print(list_table(listed, import_timeout_s))
             return EXIT_OK
         if not args.models:
             raise UsageError("--models is required (a name, a comma-separated list, 'all' or a plug-in spec)")
-        models = resolve_models(args.models)
         modes = resolve_modes(args.modes or ("train" if args.ddp else "train,eval"))
         if args.ddp and args.compile:
             raise UsageError("--ddp and --compile do not combine: DDP cases run the eager module")
         if args.ddp and modes != ["train"]:
             raise UsageError("--ddp runs train cases only: use --modes train")
         device = resolve_device(args.device)
-        if not args.out:
-            raise UsageError("--out is empty; name an output folder")
+        if not args.out.strip():
+            raise UsageError("--out is empty; name the output folder (default: traces)")
         out_dir = Path(args.out)
         check_out_dir(out_dir)
         if args.baseline:
@@ -322,6 +399,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UsageError("--backend and --compile-mode go with --compile")
         if args.compile:
             _check_backend(args.backend)
+        models = resolve_models(args.models, import_timeout_s)  # last: it imports plug-ins, in a child each
+        if args.exclude:
+            models = exclude_models(models, args.exclude)
         return _sweep(args, models, modes, device, out_dir, argv)
     except UsageError as error:
         print(f"diagnostics.py: error: {error}", file=sys.stderr)
@@ -349,7 +429,8 @@ def _check_backend(backend: str) -> None:
 
 def _sweep(args: argparse.Namespace, models: list[str], modes: list[str], device: str, out_dir: Path, argv: list[str]) -> int:
     from torchbenchmark.storage import StorageError
-    from torchbenchmark.sweep import Interrupted, OutputBusy, SweepOptions, run_sweep
+    from torchbenchmark.summary import render_untrustworthy
+    from torchbenchmark.sweep import Interrupted, OutputBusy, OutputUnusable, SweepArgumentError, SweepOptions, run_sweep
 
     options = SweepOptions(
         out_dir=out_dir,
@@ -373,17 +454,23 @@ def _sweep(args: argparse.Namespace, models: list[str], modes: list[str], device
             signal.signal(handled, signal.SIG_IGN)
         raise Interrupted(signum)
 
-    # SIGINT too, explicitly: a sweep started in the background inherits SIGINT ignored.
-    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
+    # SIGINT too, explicitly: a sweep started in the background inherits SIGINT ignored. SIGHUP (the
+    # terminal or CI session closing) is handled as SIGTERM is.
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         outcome = run_sweep(models, modes, options)
-    except (OutputBusy, StorageError) as error:
+    except (OutputBusy, OutputUnusable, SweepArgumentError, StorageError) as error:
         raise UsageError(str(error)) from None
     except Interrupted as interrupted:  # before the first case began: there is nothing to summarise
         return 128 + interrupted.signum
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+    probes = probe_plugins([spec for spec in models if is_plugin_spec(spec)], min(IMPORT_TIMEOUT_S, args.timeout))  # cached
+    names = {(probes[spec].row_name if spec in probes else spec): spec for spec in models}
+    untrustworthy = render_untrustworthy(outcome.results, names)
+    if untrustworthy:
+        print(untrustworthy, file=sys.stderr)
     print(f"summary: {out_dir / 'summary.txt'} and {out_dir / 'summary.json'}; this run's record: {outcome.record}",
           file=sys.stderr)  # fmt: skip
     if args.baseline and outcome.interrupted_by is None:

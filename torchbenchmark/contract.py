@@ -9,6 +9,7 @@ wrongly twice: a model supplies how to build itself, its inputs and its loss, an
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar
 
@@ -61,6 +62,40 @@ class ModelMeta:
     def __post_init__(self) -> None:
         if not self.annotated and not self.note:
             raise ValueError(f"{self.name}: an unannotated model must say why in its note")
+
+
+def _takes(function: Any, *names: str) -> list[str]:
+    """Which of ``names`` the callable cannot take as keyword arguments."""
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):  # a builtin without a signature: assume it takes them
+        return []
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return []
+    return [name for name in names if name not in parameters]
+
+
+def contract_problems(cls: Any) -> list[str]:
+    """Why ``cls`` cannot be a model of the contract, from its signatures alone; empty if none shows.
+
+    A model need not subclass :class:`BenchmarkModel`, but it must be a class built as
+    ``cls(device=..., batch_size=...)`` with ``train(niter, step_fn)`` and ``eval(niter, step_fn)``.
+    """
+    if not isinstance(cls, type):
+        return [f"{cls!r} is not a class"]
+    problems = []
+    missing = _takes(cls.__init__, "device", "batch_size")
+    if missing:
+        problems.append(f"its constructor takes no {' or '.join(repr(name) for name in missing)} argument")
+    for method in MODES:
+        function = getattr(cls, method, None)
+        if not callable(function):
+            problems.append(f"it has no {method}() method")
+        elif _takes(function, "niter", "step_fn"):
+            problems.append(f"its {method}() takes no 'niter' and 'step_fn'")
+    if problems and issubclass(cls, torch.nn.Module):
+        problems.append("an nn.Module is the network, not the model: subclass torchbenchmark.BenchmarkModel and return it from build()")
+    return problems
 
 
 def iter_tensors(value: Any) -> Iterator[torch.Tensor]:

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from tabulate import tabulate
 
-from torchbenchmark import dispatch, variants
+from torchbenchmark import dispatch, safe_paths, variants
 from torchbenchmark.contract import ModelMeta
 from torchbenchmark.harness import Characterisation, characterise, device_sync, use_device
 from torchbenchmark.profiling import KINDS, ProfileRun, run_profile, trace_name
@@ -21,6 +21,7 @@ from torchbenchmark.registry import ModelUnavailableError, meta_of, model_class
 from torchbenchmark.results import CaseResult, CompileReport, Costs, Dispatch, GpuEvidence, Samples, StepTime
 from torchbenchmark.spec import Budget, CaseSpec, Compile
 from torchbenchmark.stats import relative_change_pct
+from torchbenchmark.steady import steady_process
 from torchbenchmark.storage import write_atomic
 from torchbenchmark.trace_analysis import TraceSummary, check_complete, summarize_trace
 
@@ -43,6 +44,7 @@ def collect_diagnostics(
     top: int = 10,
     compile: Compile | None = None,
     spec: CaseSpec | None = None,
+    steady: bool = True,
 ) -> CaseResult:
     """Diagnose ``model`` (a registered name, a plug-in spec or a model class) in ``mode`` on ``device``.
 
@@ -52,9 +54,13 @@ def collect_diagnostics(
     module under ``torch.compile`` (a row with ``compile`` and ``speedup_vs_eager``). ``spec`` gives every option at once
     (its ``model`` is used unless ``model`` is a class); the keyword arguments build one otherwise.
 
-    A sweep runs each case in a fresh process set up by ``torchbenchmark.steady.steady_process``; call
-    it first for in-process figures that match a sweep's.
+    ``steady=True`` (the default) first sets this process up as a sweep sets up each case's, with
+    ``torchbenchmark.steady.steady_process`` (denormals flushed to zero, freed memory kept by glibc's
+    malloc), so the figures match a sweep's; both settings stay for the rest of the process.
+    ``steady=False`` leaves the process as it is.
     """
+    if steady:
+        steady_process()
     cls = None if isinstance(model, str) else model
     if spec is None:
         name = model if isinstance(model, str) else f"{getattr(model, '__module__', '?')}:{getattr(model, '__qualname__', model)}"
@@ -81,6 +87,7 @@ def diagnose(spec: CaseSpec, out_dir: Path, cls: type | None = None, config: Map
     try:
         cls = cls or model_class(spec.model)
         meta = meta_of(cls)
+        safe_paths.check_model_name(meta.name)  # it names the case's folder: refused before any work
         row.update(model=meta.name, family=meta.family)
         measured = measure(spec, cls, meta, out_dir, config, row, timings)
         if measured.profiles is None:
@@ -187,7 +194,7 @@ def measure(
     if not spec.profiles:
         return Measured(measured, per_op_us, None, report)
 
-    case_dir = out_dir / meta.name
+    case_dir = safe_paths.case_dir(out_dir, meta.name)  # its name, checked, before any path is made of it
     profiles = {}
     for kind in KINDS if spec.detailed else ("light",):
         active = spec.budget.profiled_steps(kind, measured.steps.median_ms)

@@ -16,7 +16,7 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import torch
 from torch.profiler import ProfilerActivity, profile, schedule
@@ -30,7 +30,9 @@ DETAILED_OPTIONS = {"record_shapes": True, "profile_memory": True, "with_stack":
 # (benchmarks/RESULTS.md): export time is sweep time, and the traces stay small.
 GZIP_LEVEL = 3
 EXPORT_CHUNK = 1 << 20
-SINGLE_PROCESS = {"backend": None, "rank": 0, "world_size": 1}
+# Every trace says which rank wrote it: Holistic Trace Analysis (HTA) reads a folder of traces as the
+# ranks of one job and needs ``distributedInfo.rank`` in each; a case runs as a single process.
+SINGLE_PROCESS_INFO = {"rank": 0, "world_size": 1, "backend": "none"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,18 +73,11 @@ def run_profile(model: Any, mode: str, device: torch.device, kind: str, active: 
             # torch would gzip a .gz path itself, at level 9: several seconds for a large trace.
             prof.export_chrome_trace(str(raw))
             with open(raw, "rb") as source, gzip.open(partial, "wb", compresslevel=GZIP_LEVEL) as target:
-                if not torch.distributed.is_available() or not torch.distributed.is_initialized():
-                    # torch writes distributedInfo for a rank of a process group only; HTA reads
-                    # every trace's rank from it. Spliced in after the opening brace: no re-parse.
-                    opening = source.read(64)
-                    brace = opening.index(b"{")  # a Chrome trace is one JSON object: ValueError otherwise
-                    target.write(opening[: brace + 1])
-                    target.write(b'"distributedInfo": ' + json.dumps(SINGLE_PROCESS).encode() + b",")
-                    target.write(opening[brace + 1 :])
-                shutil.copyfileobj(source, target, EXPORT_CHUNK)
-        finally:
+                _copy_with_distributed_info(source, target)
+            os.replace(partial, trace_path)
+        finally:  # on every path: a failed export (a full disk) leaves no temporary file
             raw.unlink(missing_ok=True)
-        os.replace(partial, trace_path)
+            partial.unlink(missing_ok=True)
         export_s = time.perf_counter() - started
 
     started = time.perf_counter()
@@ -101,3 +96,19 @@ def run_profile(model: Any, mode: str, device: torch.device, kind: str, active: 
         profile_s=time.perf_counter() - started,
         export_s=export_s,
     )
+
+
+def _copy_with_distributed_info(source: BinaryIO, target: BinaryIO) -> None:
+    """Copy a Chrome trace, adding ``distributedInfo`` as its first key unless it has one.
+
+    torch writes ``distributedInfo`` itself when a process group is running; otherwise the key goes
+    in front of the object's first key, so a trace of any size is streamed, never parsed.
+    """
+    head = source.read(EXPORT_CHUNK)
+    brace = head.find(b"{")
+    if brace < 0 or torch.distributed.is_available() and torch.distributed.is_initialized():
+        target.write(head)
+    else:
+        info = json.dumps({"distributedInfo": SINGLE_PROCESS_INFO})[1:-1].encode()
+        target.write(head[: brace + 1] + info + b"," + head[brace + 1 :])
+    shutil.copyfileobj(source, target, EXPORT_CHUNK)

@@ -134,7 +134,9 @@ def _plugin_class(spec: str) -> type:
     target, _, class_name = spec.rpartition(":")
     if not target or not class_name:
         raise UnknownModelError(f"plug-in {spec!r} must be 'package.module:ClassName' or 'file.py:ClassName'")
-    if target.endswith(".py") or os.sep in target or "/" in target:
+    if not class_name.isidentifier():
+        raise UnknownModelError(f"plug-in {spec!r}: {class_name!r} is not a class name")
+    if target.endswith(".py") or os.sep in target or "/" in target or os.path.isfile(target):
         module = _import_file(target, spec)
     else:
         try:
@@ -156,18 +158,24 @@ def _import_file(path: str, spec: str) -> Any:
     path = os.path.abspath(path)
     if not os.path.isfile(path):
         raise UnknownModelError(f"plug-in {spec!r}: no such file {path}")
+    if not path.endswith(".py"):
+        raise UnknownModelError(f"plug-in {spec!r}: a plug-in file must be a Python file ending in .py")
     module_name = "torchbenchmark_plugin_" + os.path.splitext(os.path.basename(path))[0]
     if module_name in sys.modules and getattr(sys.modules[module_name], "__file__", None) == path:
         return sys.modules[module_name]
     import_spec = importlib.util.spec_from_file_location(module_name, path)
-    assert import_spec is not None and import_spec.loader is not None
+    if import_spec is None or import_spec.loader is None:
+        raise UnknownModelError(f"plug-in {spec!r}: {path} cannot be imported as a Python module")
     module = importlib.util.module_from_spec(import_spec)
     sys.modules[module_name] = module  # dataclasses and pickling look the module up by name
     try:
         import_spec.loader.exec_module(module)
-    except ImportError as error:
-        del sys.modules[module_name]
-        raise ModelUnavailableError(f"plug-in {spec!r}: {error}") from error
+    except BaseException as error:
+        # A module whose import failed is not kept: asked again, it fails again with its own error.
+        sys.modules.pop(module_name, None)
+        if isinstance(error, ImportError):
+            raise ModelUnavailableError(f"plug-in {spec!r}: {error}") from error
+        raise
     return module
 
 

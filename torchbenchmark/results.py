@@ -14,6 +14,19 @@ REQUIRED = ("model", "mode", "device", "status")  # a row without these cannot b
 class InvalidRow(ValueError):
     """A row that does not follow the summary.json row format; the message says what is wrong."""
 
+# An ok row's figure is not to be trusted when its steps' interquartile range exceeds this share of
+# their median: its steps disagree by more than the differences a comparison would look for.
+UNTRUSTWORTHY_IQR_FRACTION = 0.25
+# Fewer measured steps than this give no spread worth the name (one step reads as IQR 0).
+MIN_STEPS_FOR_SPREAD = 3
+
+
+def format_ms(value: float) -> str:
+    """Three significant figures and never scientific notation: step times span 0.01 ms to seconds."""
+    if abs(value) < 1:
+        return f"{value:.3g}" if value == 0 or abs(value) >= 1e-4 else f"{value:.6f}".rstrip("0")
+    return f"{value:.{max(0, 3 - len(str(int(abs(value)))))}f}"
+
 
 def _from_fields(cls: type, data: dict[str, Any]) -> Any:
     """A flat dataclass from the dict its ``asdict`` gave (a field added since the dict was written keeps its default)."""
@@ -257,18 +270,42 @@ class CaseResult:
         """What identifies a case across runs: a later row with the same key supersedes an earlier one."""
         return (self.model, self.mode, self.device, self.variant)
 
+    @property
+    def untrustworthy_reasons(self) -> tuple[str, ...]:
+        """Why this row's step time is not to be trusted; empty when it is (or when it has none).
+
+        Warmup that never settled, measurement windows that never agreed, an IQR above
+        ``UNTRUSTWORTHY_IQR_FRACTION`` of the median, or fewer than ``MIN_STEPS_FOR_SPREAD`` steps.
+        """
+        reasons = []
+        if self.steady is False:
+            reasons.append("warmup not steady")
+        if self.windows_agree is False:
+            apart = "" if self.window_diff_pct is None else f" {self.window_diff_pct:.0f}%"
+            reasons.append(f"noisy: windows{apart} apart")
+        step = self.step_time
+        if step is not None:
+            if step.median_ms > 0 and step.iqr_ms > UNTRUSTWORTHY_IQR_FRACTION * step.median_ms:
+                reasons.append(f"IQR {100 * step.iqr_ms / step.median_ms:.0f}% of the median")
+            if step.n < MIN_STEPS_FOR_SPREAD:
+                reasons.append(f"only {step.n} step{'' if step.n == 1 else 's'} measured: no spread")
+        return tuple(reasons)
+
     def headline(self) -> str:
-        """One readable line: the case, then its figures or why it has none."""
+        """One readable line: the case, then its figures or why it has none, and whether to trust them."""
         head = f"{self.model} {self.mode} {self.device}" + ("" if self.variant == "eager" else f" {self.variant}")
         if self.batch_size is not None:
             head += f" bs={self.batch_size}"
         if self.status != "ok" or self.step_time is None:
             return f"{head}: {self.status}" + (f" ({self.error})" if self.error else "")
-        figures = f"{self.step_time.median_ms:.4g} ms/step (IQR {self.step_time.iqr_ms:.2g})"
+        figures = f"{format_ms(self.step_time.median_ms)} ms/step (IQR {format_ms(self.step_time.iqr_ms)} ms)"
         if self.dispatch is not None:
             figures += f", {self.dispatch.verdict} (overhead {self.dispatch.overhead_fraction:.0%})"
         if self.speedup_vs_eager is not None:
             figures += f", {self.speedup_vs_eager:.2f}x eager"
+        reasons = self.untrustworthy_reasons
+        if reasons:
+            figures += f"; UNTRUSTWORTHY: {'; '.join(reasons)}"
         return f"{head}: {figures}"
 
     def __repr__(self) -> str:

@@ -138,6 +138,7 @@ def write_atomic(path: Path, text: str) -> None:
     The temporary file is removed on every failure path (a full disk included), and the error raised.
     """
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    partial.unlink(missing_ok=True)  # a link left there is removed, not written through
     try:
         with open(partial, "w", encoding="utf-8") as stream:
             stream.write(text)

@@ -12,7 +12,8 @@ from typing import Any
 
 from tabulate import tabulate
 
-from torchbenchmark.results import CaseResult
+from torchbenchmark.dispatch import COMPUTE_BOUND_BELOW, DISPATCH_BOUND_AT
+from torchbenchmark.results import MIN_STEPS_FOR_SPREAD, UNTRUSTWORTHY_IQR_FRACTION, CaseResult, format_ms
 from torchbenchmark.storage import Summary, dumps, sort_rows
 
 
@@ -22,11 +23,7 @@ def number(value: float | None, digits: int) -> str:
 
 def significant(value: float | None) -> str:
     """Step times span 0.01 ms to seconds: three significant figures, never scientific notation."""
-    if value is None:
-        return ""
-    if abs(value) < 1:
-        return f"{value:.3g}" if abs(value) >= 1e-4 or value == 0 else f"{value:.6f}".rstrip("0")
-    return f"{value:.{max(0, 3 - len(str(int(abs(value)))))}f}"
+    return "" if value is None else format_ms(value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,12 +39,11 @@ def _phases(result: CaseResult) -> str:
 
 
 def note(result: CaseResult) -> str:
-    """Why an ok row's figure deserves less trust than the others', or nothing."""
+    """Why an ok row's figure is not to be trusted, and what else to know of its costs; or nothing."""
     notes = []
-    if result.steady is False:
-        notes.append("warmup not steady")
-    if result.windows_agree is False:
-        notes.append(f"noisy: windows {result.window_diff_pct:.0f}% apart")
+    reasons = result.untrustworthy_reasons
+    if reasons:
+        notes.append(f"UNTRUSTWORTHY: {'; '.join(reasons)}")
     if result.costs is not None and result.costs.compute_limit == "kernels":
         notes.append(f"kernels limit it: {result.costs.pct_of_peak:.1f}% of peak")
     if result.costs is not None and (result.costs.pct_of_peak or 0) > 100:
@@ -55,6 +51,30 @@ def note(result: CaseResult) -> str:
     if result.distributed is not None and result.distributed.reading != "compute":
         notes.append(f"{result.distributed.reading}: waits on collectives {result.distributed.exposed_comm_pct:.0f}% of the step")
     return "; ".join(notes)
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 case``, ``2 cases``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def render_untrustworthy(results: Iterable[CaseResult], specs: Mapping[str, str] | None = None) -> str:
+    """The closing lines of a sweep: each row not to be trusted, why, and what to do; empty if none.
+
+    ``specs`` maps a row's model name to what ``--models`` took for it (a plug-in's spec).
+    """
+    rows = [r for r in results if r.status == "ok" and r.untrustworthy_reasons]
+    if not rows:
+        return ""
+    lines = [f"{plural(len(rows), 'row')} not to be trusted (marked UNTRUSTWORTHY in summary.txt):"]
+    for row in rows:
+        lines.append(f"  {row.model} {row.mode} {row.device}: {'; '.join(row.untrustworthy_reasons)}")
+        if row.step_time is not None and row.step_time.n < MIN_STEPS_FOR_SPREAD:
+            lines.append(f"    measure more steps: drop --steps, or give --steps {MIN_STEPS_FOR_SPREAD} or more")
+        else:
+            spec = (specs or {}).get(row.model, row.model)
+            lines.append(f"    rerun it on a quieter machine: python diagnostics.py --models {spec} --modes {row.mode}")
+    return "\n".join(lines)
 
 
 def _cost(result: CaseResult, name: str, scale: float = 1.0) -> float | None:
@@ -125,10 +145,6 @@ def render_table(results: Iterable[CaseResult], run_column: Column | None = None
     return render_columns(summary_columns(rows, run_column), rows)
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
-
-
 def _tally(rows: Sequence[CaseResult]) -> str:
     counts: dict[str, int] = {}
     for row in rows:
@@ -136,14 +152,22 @@ def _tally(rows: Sequence[CaseResult]) -> str:
     return ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "none"
 
 
-LEGEND = """\
-ms/step: median step time, outside any profiler; IQR ms: its interquartile range; n: steps measured.
-light/detailed/edge %: how much each profile, and timing whole calls, add to a step (negative: within noise).
-fwd/bwd/opt %: share of the profiled step in each annotation, blank for a model without annotations.
-ops/step: op events per step; op µs: median time of a top-level op; overhead %: estimated per-op overhead
-share of the step: 50% or more is dispatch-bound, under 20% compute-bound, between mixed (see README).
-GFLOP/step: one step's FLOPs (matmuls, convolutions, attention); GFLOP/s: over ms/step; % peak: of the
-machine's peak_gflops in summary.json; peak MB: most tensor memory live in a step; samples/s: batch/ms."""
+LEGEND = f"""\
+ms/step      median step time, measured outside any profiler; IQR ms: the spread of the middle half of the steps
+n            steps measured (the figures rest on these)
+light %      how much slower a step is inside the light profile; detailed %: inside the detailed one
+edge %       what timing a whole train/eval call adds to the step inside it. A negative percentage is a
+             step measured faster there than outside: noise between the two measurements, read it as 0
+fwd/bwd/opt  share of the profiled step in the forward, backward and optimizer annotations; blank for a
+             model that declares itself unannotated (a GAN, RL, meta-learning), not zero
+ops/step     op events per step in the light trace; op µs: median duration of a top-level op
+overhead %   estimated per-op overhead share of the step; verdict: dispatch-bound at {DISPATCH_BOUND_AT:.0%} or
+             more, compute-bound under {COMPUTE_BOUND_BELOW:.0%}, mixed between (README: how the verdict is decided)
+GFLOP/step   one step's FLOPs (matmuls, convolutions, attention); GFLOP/s: over ms/step; % peak: of the
+             machine's peak_gflops in summary.json; peak MB: most tensor memory live in a step; samples/s: batch/ms
+note         why a case did not end ok; UNTRUSTWORTHY and why for an ok row whose figure is not to be
+             trusted: warmup not steady, measurement windows that never agreed, an IQR above
+             {UNTRUSTWORTHY_IQR_FRACTION:.0%} of the median, or fewer than {MIN_STEPS_FOR_SPREAD} steps. Rerun those on a quieter machine."""
 DISTRIBUTED_LEGEND = """\
 comm %: (--ddp) share of the step with a collective running on a rank, mean over ranks; exposed %: the
 part of it no compute overlapped (the step waited); skew %: slowest rank's median step over the fastest's."""
@@ -162,11 +186,11 @@ def render_text(summary: Summary, run_id: str | None = None) -> str:
     header = [
         f"torchbenchmark diagnostics, started {environment.get('started_at', '?')}",
         f"torch {environment.get('torch', '?')} on {environment.get('device_name', '?')}, "
-        f"{environment.get('threads', '?')} threads; this run: {_plural(len(current), 'case')} ({_tally(current)})",
+        f"{environment.get('threads', '?')} threads; this run: {plural(len(current), 'case')} ({_tally(current)})",
     ]
     run_column = None
     if carried:
-        header.append(f"carried from earlier runs: {_plural(len(carried), 'case')} ({_tally(carried)}); "
+        header.append(f"carried from earlier runs: {plural(len(carried), 'case')} ({_tally(carried)}); "
                       "their run is in the 'run' column, * when from another machine or torch version")  # fmt: skip
         run_column = Column("run", lambda r: _run_mark(summary, r, run_id), numeric=False)
     legend = LEGEND + ("\n" + DISTRIBUTED_LEGEND if any(r.distributed for r in results) else "")
@@ -229,7 +253,7 @@ def render_comparison(comparison: Any) -> str:
     if any(case.variant != "eager" for case in comparison.cases):
         columns.insert(4, Column("variant", lambda c: c.variant, numeric=False))
     tally = ", ".join(f"{n} {call}" for call, n in comparison.counts().items())
-    lines = [f"base: {comparison.base}", f"new:  {comparison.new}", f"{_plural(len(comparison.cases), 'case')}: {tally}"]
+    lines = [f"base: {comparison.base}", f"new:  {comparison.new}", f"{plural(len(comparison.cases), 'case')}: {tally}"]
     lines += [f"note: {note}" for note in comparison.notes]
     return (
         "\n".join(lines) + "\n\n" + render_columns(columns, comparison.cases) + "\n\n"

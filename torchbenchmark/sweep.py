@@ -1,9 +1,11 @@
 """A sweep: many cases, each in a fresh process with a timeout, the summary rewritten after every case.
 
-A case's process is its own session, so a hung or crashed model is killed with its whole process tree
-and the sweep goes on. Ctrl-C or SIGTERM ends the running case, marks the cases not yet finished
-``interrupted`` and still writes the summary. Only files this tool writes for the cases it runs are
-ever replaced; a lock refuses a second sweep into the same folder while one is running.
+A case's process runs under a guard (``torchbenchmark/process.py``), so a hung or crashed model is
+ended with its whole process tree, detached descendants included, and the sweep goes on; a case whose
+sweep dies, even by SIGKILL, dies with it. Plug-ins are imported only in such child processes. Ctrl-C,
+SIGTERM or SIGHUP ends the running case, marks the cases not yet finished ``interrupted`` and still
+writes the summary. Only files this tool writes for the cases it runs are ever replaced, each checked
+to lie under the output folder; a lock refuses a second sweep into the same folder while one is running.
 """
 
 from __future__ import annotations
@@ -12,8 +14,11 @@ import contextlib
 import dataclasses
 import datetime
 import fcntl
+import importlib.machinery
 import json
+import math
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -25,10 +30,13 @@ from typing import Any
 
 from tqdm import tqdm
 
-from torchbenchmark import shard, storage
+from torchbenchmark import process, safe_paths, shard, storage
+from torchbenchmark.contract import MODES
 from torchbenchmark.costs import measure_peak, with_peak, with_step_time
 from torchbenchmark.environment import collect_environment
-from torchbenchmark.registry import meta_of, model_class
+from torchbenchmark.native_logs import case_log_environment
+from torchbenchmark.plugins import IMPORT_TIMEOUT_S, PluginProbe, probe_plugins
+from torchbenchmark.registry import is_plugin_spec, list_models, unknown_model_message
 from torchbenchmark.results import CaseResult, Samples, StepTime
 from torchbenchmark.shard import Shard
 from torchbenchmark.spec import Budget, CaseSpec, Compile
@@ -40,6 +48,14 @@ OUT_OF_MEMORY_KILL = "killed by SIGKILL: the system may have run out of memory; 
 
 class OutputBusy(RuntimeError):
     """Another sweep holds the output folder."""
+
+
+class OutputUnusable(RuntimeError):
+    """The output folder cannot be made, locked or written."""
+
+
+class SweepArgumentError(ValueError):
+    """An argument of :func:`run_sweep` that the command line would refuse as a usage error."""
 
 
 class Interrupted(KeyboardInterrupt):
@@ -62,7 +78,7 @@ class SweepOptions:
     detailed: bool = True
     threads: int | None = None  # torch intra-op threads in each case; None: torch's default
     command: str | None = None  # recorded in the run record's environment
-    progress: bool = True
+    progress: bool = True  # a bar on a terminal; False: only a line per case
     repeat: int = 1  # processes per case, interleaved across cases: the samples a comparison uses
     compile: Compile | None = None  # also run each case with its module compiled so
     world_size: int = 1  # above 1: each (train) case as DistributedDataParallel with this many ranks
@@ -98,35 +114,66 @@ class SweepOutcome:
     interrupted_by: int | None = None  # the signal that stopped the sweep, if one did
     run_id: str | None = None
     record: Path | None = None  # the run record written
+    summary_error: str | None = None  # why the record or summary could not be written, if it could not
 
     @property
     def exit_status(self) -> int:
-        """130 (SIGINT) or 143 (SIGTERM) when interrupted, 1 when a case failed or timed out, else 0."""
+        """128 + the signal (130 SIGINT, 143 SIGTERM, 129 SIGHUP) when interrupted; 1 when a case failed
+        or timed out or the summary could not be written; else 0."""
         if self.interrupted_by is not None:
             return 128 + self.interrupted_by
-        return 1 if any(r.status in ("failed", "timeout") for r in self.results) else 0
+        failed = any(r.status in ("failed", "timeout") for r in self.results)
+        return 1 if failed or self.summary_error else 0
 
 
-def model_name(spec: str) -> str:
-    """The name a model's rows and traces go under: its declared name, else the spec's class name."""
-    try:
-        return meta_of(model_class(spec)).name
-    except Exception:  # noqa: BLE001 - the case's own process reports why it cannot load
-        # Not the spec itself: a plug-in's path would put its folder outside the output folder.
-        return spec.rpartition(":")[2] or spec
+def spec_of(model: str | type) -> str:
+    """The spec a case's process imports ``model`` by: a name or spec as given, a class as ``module:Class``.
+
+    A class defined in a notebook or a script's ``__main__`` lives only in this process, so a case's
+    fresh process cannot import it: that is an error which says what to do instead.
+    """
+    if isinstance(model, str):
+        return model
+    if not isinstance(model, type):
+        raise TypeError(f"run_sweep takes model names, plug-in specs or classes, got {model!r}")
+    module = sys.modules.get(model.__module__)
+    importable = model.__module__ != "__main__" and "<locals>" not in model.__qualname__
+    if not importable or getattr(module, model.__name__, None) is not model:
+        raise TypeError(
+            f"run_sweep runs each case in a fresh process, which cannot import {model.__qualname__}: it is "
+            f"defined in {model.__module__!r} (a notebook or a script run directly). Save the class in a file "
+            f"and pass 'path/to/file.py:{model.__name__}', or run it in this process with "
+            f"collect_diagnostics({model.__name__})."
+        )
+    # sys.path is searched, not sys.modules: a module imported from a file is there under any name.
+    by_name = "." in model.__module__ or importlib.machinery.PathFinder.find_spec(model.__module__) is not None
+    # A plug-in loaded from a file sits under a made-up module name: its file is what imports it.
+    return f"{model.__module__ if by_name else module.__file__}:{model.__name__}"
 
 
-def run_sweep(models: Sequence[str], modes: Sequence[str], options: SweepOptions = SweepOptions()) -> SweepOutcome:
+def run_sweep(
+    models: Sequence[str | type] | str, modes: Sequence[str] | str = MODES, options: SweepOptions = SweepOptions()
+) -> SweepOutcome:
     """Run every model x mode, each in its own process, writing traces, logs, a run record and the summary.
 
     With ``options.repeat`` N > 1, every case runs in N processes, in rounds over all cases so that a
     spell of load falls on different cases rather than on all of one case's processes; the first
-    round profiles, later rounds only time steps.
+    round profiles, later rounds only time steps. ``models`` are registered names, plug-in specs, or
+    classes that a fresh process can import.
+
+    Arguments are checked as the command line checks them (a str is one model spec or one mode):
+    :class:`SweepArgumentError` for a bad one, :class:`OutputUnusable` or :class:`OutputBusy` for
+    an output folder that cannot be used; a plug-in that cannot be imported is a row, not an error.
     """
+    models, modes = _checked_arguments(models, modes, options)
     out_dir = Path(options.out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    _prepare_out_dir(out_dir)
+    probes = probe_plugins([m for m in models if is_plugin_spec(m)], min(IMPORT_TIMEOUT_S, options.timeout_s))
+    unknown = [probe.error for probe in probes.values() if probe.status == "unknown"]
+    if unknown:
+        raise SweepArgumentError(unknown[0])
     cases = [options.spec(model, mode, variant) for model in models for mode in modes for variant in options.variants]
-    names = {model: model_name(model) for model in models}
+    names = {model: probes[model].row_name if model in probes else model for model in models}
     shard_info: dict[str, Any] = {}
     if options.shard is not None:  # every variant of a model and mode goes to the same shard
         pairs = list(dict.fromkeys((names[case.model], case.mode) for case in cases))
@@ -146,7 +193,20 @@ def run_sweep(models: Sequence[str], modes: Sequence[str], options: SweepOptions
         done: dict[tuple[str, str, str], CaseResult] = {}  # (name, mode, variant) -> this run's row
         progress = _Progress(len(cases) * options.repeat, enabled=options.progress)
 
+        write_error: list[str] = []  # the last failed write of the record or summary, reported once
+
         def save(state: str = "running", not_run: tuple[tuple[str, ...], ...] = (), **extra: Any) -> None:
+            try:
+                _save(state, not_run, **extra)
+            except OSError as error:  # a full disk: said in one line, and the cases go on
+                message = f"cannot write the run record or summary in {out_dir}: {error.strerror or error}"
+                if message not in write_error:
+                    print(f"diagnostics: {message}", file=sys.stderr, flush=True)
+                write_error[:] = [message]
+            else:
+                write_error.clear()
+
+        def _save(state: str = "running", not_run: tuple[tuple[str, ...], ...] = (), **extra: Any) -> None:
             nonlocal record
             ended = None if state == "running" else datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
             rows = tuple(dataclasses.replace(row, run_id=record.run_id) for row in done.values())
@@ -163,7 +223,9 @@ def run_sweep(models: Sequence[str], modes: Sequence[str], options: SweepOptions
                 for case in cases:
                     key = (names[case.model], case.mode, case.variant)
                     progress.start(" ".join(key))
-                    result = with_peak(_run_case(case.replace(repeat=repeat), key[0], out_dir), peak.gflops)
+                    this = case.replace(repeat=repeat)
+                    row = _unstartable(probes.get(case.model), this, key[0], out_dir) or _run_case(this, key[0], out_dir)
+                    result = with_peak(row, peak.gflops)
                     done[key] = combine_repeats(done[key], result) if repeat else result
                     save()
                     progress.finish(done[key].headline() if repeat == options.repeat - 1 else result.headline())
@@ -180,11 +242,100 @@ def run_sweep(models: Sequence[str], modes: Sequence[str], options: SweepOptions
                             if (names[c.model], c.mode, c.variant) not in done)  # fmt: skip
             save("interrupted", not_run, interrupted_by=reason)
             return SweepOutcome(tuple(done.values()), interrupted_by=int(signum), run_id=record.run_id,
-                                record=out_dir / storage.RUNS_DIR / f"{record.run_id}.json")  # fmt: skip
+                                record=out_dir / storage.RUNS_DIR / f"{record.run_id}.json",
+                                summary_error=(write_error or [None])[0])  # fmt: skip
         finally:
             progress.close()
         save("complete")
-    return SweepOutcome(tuple(done.values()), run_id=record.run_id, record=out_dir / storage.RUNS_DIR / f"{record.run_id}.json")
+    return SweepOutcome(tuple(done.values()), run_id=record.run_id, record=out_dir / storage.RUNS_DIR / f"{record.run_id}.json",
+                        summary_error=(write_error or [None])[0])  # fmt: skip
+
+
+def _checked_arguments(
+    models: Sequence[str | type] | str, modes: Sequence[str] | str, options: SweepOptions
+) -> tuple[list[str], list[str]]:
+    """The models and modes as lists, once every argument is one the command line would accept."""
+    models = [models] if isinstance(models, (str, type)) else models
+    modes = [modes] if isinstance(modes, str) else modes
+    if isinstance(models, Sequence):  # a class becomes the spec its fresh process imports
+        models = [spec_of(model) if isinstance(model, type) else model for model in models]
+    if not isinstance(models, Sequence) or not models or not all(isinstance(m, str) and m.strip() for m in models):
+        raise SweepArgumentError(f"models must be a model name or spec, or a non-empty sequence of them; got {models!r:.80}")
+    models = [name for spec in models for name in (list_models() if spec == "all" else [spec])]
+    for spec in models:
+        if not is_plugin_spec(spec) and spec not in list_models():
+            raise SweepArgumentError(unknown_model_message(spec))
+    if not isinstance(modes, Sequence) or not modes or any(mode not in MODES for mode in modes):
+        raise SweepArgumentError(f"modes must be train, eval or both; got {modes!r:.80}")
+    _check_device(options.device)
+    for field, value in (("batch_size", options.batch_size), ("threads", options.threads)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise SweepArgumentError(f"{field} must be a whole number of at least 1, or None; got {value!r}")
+    timeout = options.timeout_s
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (math.isfinite(timeout) and timeout > 0):
+        raise SweepArgumentError(f"timeout_s must be a number of seconds more than 0; got {timeout!r}")
+    if not str(options.out_dir).strip():
+        raise SweepArgumentError("out_dir is empty; name the output folder")
+    return list(dict.fromkeys(models)), list(dict.fromkeys(modes))
+
+
+def _check_device(device: object) -> None:
+    import torch
+
+    if device == "cpu":
+        return
+    if isinstance(device, str) and (device == "cuda" or device.startswith("cuda:")):
+        index = device.partition(":")[2]
+        if not torch.cuda.is_available():
+            raise SweepArgumentError(f"device {device}: no CUDA GPU is available here; use cpu")
+        if index and (not index.isdigit() or int(index) >= torch.cuda.device_count()):
+            raise SweepArgumentError(f"device {device}: there are {torch.cuda.device_count()} CUDA devices")
+        return
+    raise SweepArgumentError(f"unknown device {device!r}; expected cpu, cuda or cuda:N")
+
+
+def _prepare_out_dir(out_dir: Path) -> None:
+    """Make the output folder; refuse one where the lock or summary cannot be ours."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise OutputUnusable(f"{out_dir}: cannot create the output folder: {error.strerror or error}") from None
+    if not out_dir.is_dir():
+        raise OutputUnusable(f"{out_dir}: exists and is not a folder")
+    for name in (storage.SUMMARY_JSON, storage.SUMMARY_TXT, LOCK_NAME):
+        path = out_dir / name
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise OutputUnusable(f"{path}: is not a file this tool wrote; move it away or choose another --out")
+    runs = out_dir / storage.RUNS_DIR
+    if runs.is_symlink() or (runs.exists() and not runs.is_dir()):
+        raise OutputUnusable(f"{runs}: is not the folder of run records this tool writes; move it away or choose another --out")
+
+
+def _unstartable(probe: PluginProbe | None, spec: CaseSpec, name: str, out_dir: Path) -> CaseResult | None:
+    """The row of a plug-in case that cannot start (its import failed, or its name is unusable), else None."""
+    if probe is None or (probe.status == "ok" and probe.name_error is None):
+        return None
+    key = {"model": name, "mode": spec.mode, "device": spec.device, "variant": spec.variant}
+    if probe.status == "ok":
+        return CaseResult(**key, status="failed", error=probe.name_error)
+    status, error = ("skipped", f"unavailable: {probe.error}") if probe.status == "unavailable" else ("failed", probe.error)
+    log = None
+    try:  # the import's output, tracebacks included, as the case's log
+        case_dir = safe_paths.case_dir(out_dir, name)
+        case_dir.mkdir(parents=True, exist_ok=True)
+        log_path = safe_paths.inside(out_dir, case_dir / f"{spec.file_stem}.log")
+        partial = case_dir / f".{log_path.name}.{os.getpid()}.partial"
+        try:
+            with safe_paths.create_new(partial) as sink:
+                text = f"[torchbenchmark] importing {probe.spec}\n{probe.output}\n[torchbenchmark] {status}: {error}\n"
+                sink.write(text.encode())
+            os.replace(partial, log_path)
+        finally:
+            partial.unlink(missing_ok=True)
+        log = log_path.relative_to(out_dir).as_posix()
+    except (OSError, ValueError) as write_error:
+        error = f"{error}; its log cannot be written: {write_error}"
+    return CaseResult(**key, status=status, error=error[:300], log=log)
 
 
 def combine_repeats(first: CaseResult, later: CaseResult) -> CaseResult:
@@ -214,7 +365,10 @@ def combine_repeats(first: CaseResult, later: CaseResult) -> CaseResult:
 
 
 class _Progress:
-    """A live tqdm bar with ETA on a terminal; in a log (CI), one line per case with tqdm's count and ETA."""
+    """A live tqdm bar with ETA on a terminal; in a log (CI), one line per case with tqdm's count and ETA.
+
+    Disabled (``--no-progress``), there is no bar and no ETA, and still one line per case.
+    """
 
     def __init__(self, total: int, enabled: bool) -> None:
         self.total = total
@@ -236,6 +390,8 @@ class _Progress:
             elapsed = time.monotonic() - self.started
             meter = tqdm.format_meter(self.done, self.total, elapsed, ncols=50, unit="case", ascii=True)
             print(f"{meter}  {headline}", file=sys.stderr, flush=True)
+        else:
+            print(f"[{self.done}/{self.total}] {headline}", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         self.bar.close()
@@ -245,7 +401,12 @@ class _Progress:
 def locked(out_dir: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``out_dir`` for the sweep; refuse if another process holds it."""
     path = out_dir / LOCK_NAME
-    with open(path, "a+", encoding="utf-8") as lock:
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as error:
+        raise OutputUnusable(f"{path}: cannot open the lock: {error.strerror or error}") from None
+    with open(fd, "a+", encoding="utf-8") as lock:
+
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -263,30 +424,32 @@ def locked(out_dir: Path) -> Iterator[None]:
 
 
 def _worker_environment(device: str) -> dict[str, str]:
-    env = dict(os.environ)
-    # Kineto's errors go to the case's log on a GPU, where they say why a trace lacks GPU events; on a CPU
-    # its only messages are noise about the GPU it does not need.
-    kineto_level = "3" if device.startswith("cuda") else "5"
-    env.update(PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", KINETO_LOG_LEVEL=kineto_level)
+    # The profiler's errors and warnings go to the case's log (see native_logs.py), never the terminal.
+    env = case_log_environment(dict(os.environ), device)
+    env.update(PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     return env
 
 
 def _run_case(spec: CaseSpec, name: str, out_dir: Path) -> CaseResult:
-    """Run one case in a child process and turn whatever happens to it into a row."""
+    """Run one case in a guarded child process and turn whatever happens to it into a row."""
     device = spec.device  # the full device (cuda:1) in the row's key and its files' names
     mode = spec.mode
-    case_dir = out_dir / name
     try:
+        case_dir = safe_paths.case_dir(out_dir, name)
         case_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as error:  # e.g. a file of the user's where the model's folder would go: left alone
-        return CaseResult(model=name, mode=mode, device=device, status="failed", error=f"cannot write its outputs: {error}")
-    stem = spec.file_stem
-    log_path = case_dir / (f"{stem}.log" if spec.profiles else f"{stem}.repeat{spec.repeat}.log")
-    partial_log = case_dir / f".{log_path.name}.{os.getpid()}.partial"
-    result_path = case_dir / f".{stem}.result.{os.getpid()}.json"
+        safe_paths.inside(out_dir, case_dir)  # a link put there meanwhile
+        log_name = f"{spec.file_stem}.log" if spec.profiles else f"{spec.file_stem}.repeat{spec.repeat}.log"
+        log_path = safe_paths.inside(out_dir, case_dir / log_name)
+        partial_log = case_dir / f".{log_path.name}.{os.getpid()}.partial"
+        sink = safe_paths.create_new(partial_log)
+    except (OSError, ValueError) as error:  # a file of the user's where the model's folder would go is left alone
+        reason = f"cannot write its outputs: {error}"
+        return CaseResult(model=name, mode=mode, device=device, variant=spec.variant, status="failed", error=reason)
+    result_path = case_dir / f".{spec.file_stem}.result.{os.getpid()}.json"
     request = {"spec": spec.to_json(), "out_dir": str(out_dir), "result_path": str(result_path), "spawned_at": time.time()}
     base = {"model": name, "mode": mode, "device": device, "variant": spec.variant, "log": log_path.relative_to(out_dir).as_posix()}
     started = time.perf_counter()
+    log = process.CappedLog(sink)
 
     def ended(status: str, reason: str) -> CaseResult:
         """The row of a case that could not report one itself."""
@@ -294,42 +457,67 @@ def _run_case(spec: CaseSpec, name: str, out_dir: Path) -> CaseResult:
         return CaseResult(**base, status=status, error=reason, timings_s={"total": round(time.perf_counter() - started, 3)})
 
     try:
-        with open(partial_log, "w", encoding="utf-8") as log:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "torchbenchmark._worker", json.dumps(request)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=_worker_environment(device), start_new_session=True,
-            )  # fmt: skip
-            try:
-                returncode = process.wait(timeout=spec.timeout_s)
-            except subprocess.TimeoutExpired:
-                _kill_tree(process)
-                return ended("timeout", f"no result after {spec.timeout_s:g} s; process tree killed")
-            except BaseException:
-                _kill_tree(process)
-                log.write("\n[torchbenchmark] interrupted: process tree killed\n")
-                raise
-            # A child process the model started can outlive it (above all when it crashed): the
-            # case's session ends with the case, so nothing it started keeps running or writing.
-            _kill_tree(process)
-            row = _read_row(result_path)
-            if row is None:
-                return ended("failed", _death_reason(returncode))
-        row.update(model=name, log=base["log"])  # the worker names a model it could not load by its spec
-        row.setdefault("timings_s", {})["total"] = round(time.perf_counter() - started, 3)
-        return CaseResult.from_dict(row)
+        result = _run_worker(request, log, spec.timeout_s, _worker_environment(device), ended)
+        result.timings_s["total"] = round(time.perf_counter() - started, 3)
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.replace(partial_log, log_path)
-        for leftover in (result_path, *case_dir.glob(f".{result_path.name}.*.partial")):
-            with contextlib.suppress(FileNotFoundError):
-                leftover.unlink()
+        log.close()
+        try:
+            sink.close()
+        except OSError as error:
+            log.error = log.error or error
+        if log.error is None:
+            try:
+                os.replace(partial_log, log_path)
+            except OSError as error:
+                log.error = error
+        # A log that could not be written whole (a full disk) is removed: the space goes to the cases after it.
+        partial_log.unlink(missing_ok=True)
+        _remove_partials(case_dir, result_path)
+    if log.error is not None:
+        reason = f"cannot write its outputs: {log.error}; its log was removed"
+        return CaseResult(model=name, mode=mode, device=device, variant=spec.variant, status="failed", error=reason,
+                          timings_s=result.timings_s)  # fmt: skip
+    return dataclasses.replace(result, model=name, log=base["log"])  # a model it could not load is named by its spec
 
 
-def _kill_tree(process: subprocess.Popen[Any]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
+def _run_worker(request: dict[str, Any], log: process.CappedLog, timeout_s: float, env: dict[str, str], ended: Any) -> CaseResult:
+    write_end = log.pipe()
+    try:
+        child = process.spawn("torchbenchmark._worker", [json.dumps(request)], env, write_end, write_end)
+    finally:
+        os.close(write_end)
+    try:
+        returncode = child.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.end(child)
+        return ended("timeout", f"no result after {timeout_s:g} s; process tree killed")
+    except BaseException:
+        process.end(child)
+        log.write("\n[torchbenchmark] interrupted: process tree killed\n")
+        raise
+    # A child process the model started can outlive it (above all when it crashed): the case's
+    # tree ends with the case, so nothing it started keeps running or writing.
+    process.end(child)
+    row = _read_row(Path(request["result_path"]))
+    if row is None:
+        return ended("failed", _death_reason(returncode))
+    row.setdefault("timings_s", {})
+    return CaseResult.from_dict(row)
+
+
+# The temporary names this tool writes under before renaming: ".<name>.<pid>.partial", and the raw
+# trace ".<trace>.gz.<pid>.json" that is gzipped into place.
+_TEMPORARY = re.compile(r"\..+\.\d+\.partial|\..+\.pt\.trace\.json\.gz\.\d+\.json")
+
+
+def _remove_partials(case_dir: Path, result_path: Path) -> None:
+    """Temporary files of this tool left in a case's folder by a case that was killed or failed to write."""
+    leftovers = [result_path, result_path.with_name(result_path.name + ".partial")]
+    with contextlib.suppress(OSError):
+        leftovers += [p for p in case_dir.iterdir() if _TEMPORARY.fullmatch(p.name)]
+    for leftover in leftovers:
+        with contextlib.suppress(OSError):
+            leftover.unlink()
 
 
 def _read_row(path: Path) -> dict[str, Any] | None:
