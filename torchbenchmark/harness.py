@@ -130,7 +130,9 @@ def warm_up(
     window = warmup_window(budget, agree(timer.durations_ns[:2]))
     steady = False
     while True:
-        unsteady, late = agree([float(not steady), float(time.perf_counter_ns() >= deadline)])
+        # The clock is read only while this process is not steady, as a single process would.
+        late = 0.0 if steady else float(time.perf_counter_ns() >= deadline)
+        unsteady, late = agree([float(not steady), late])
         if not unsteady or late:
             return timer.durations_ns, not unsteady
         estimate = agree([statistics.median(timer.durations_ns[-window:])])[0]
