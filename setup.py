@@ -18,5 +18,5 @@ setup(
         "tabulate>=0.9",
         "tqdm>=4.60",
     ],
-    extras_require={"test": ["pytest>=7"]},
+    extras_require={"test": ["pytest>=7"], "dev": ["pytest>=7", "mutmut>=3.8"]},
 )

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from torchbenchmark import list_models
+from torchbenchmark.spec import Budget
+
 ROOT = Path(__file__).resolve().parent.parent
 TINY = f"{ROOT / 'tests' / 'tiny_models.py'}:TinyMLP"
 SWEEP_ARGS = ["--device", "cpu", "--steps", "5", "--no-progress"]  # named: on a GPU machine auto picks cuda
@@ -37,7 +40,8 @@ def test_sweep_exits_zero_and_writes_both_summaries(sweep) -> None:
     for row in rows.values():
         assert row["status"] == "ok" and row["model"] == "tiny_mlp" and row["device"] == "cpu"
         assert row["step_time_ms"]["n"] == 5 and row["step_time_ms"]["median"] > 0
-        assert row["dispatch"]["verdict"] in ("dispatch-bound", "mixed", "compute-bound")
+        # A few tiny matmuls: all but free arithmetic, so the per-op cost is the step.
+        assert row["dispatch"]["verdict"] == "dispatch-bound", row["dispatch"]
     text = (out / "summary.txt").read_text()
     assert "tiny_mlp" in text and "ms/step" in text
 
@@ -63,10 +67,47 @@ def test_top_ops_and_logs_sit_beside_the_traces(sweep) -> None:
     assert leftovers == []
 
 
+def test_profiles_record_as_many_steps_as_the_budget_gives_the_measured_step(sweep) -> None:
+    _, out = sweep
+    for row in json.loads((out / "summary.json").read_text())["results"]:
+        for kind, suffix in (("light", ""), ("detailed", "-detailed")):
+            with gzip.open(out / "tiny_mlp" / f"{row['mode']}-cpu{suffix}.pt.trace.json.gz", "rt") as stream:
+                events = json.load(stream)["traceEvents"]
+            steps = {e["name"] for e in events if e.get("ph") == "X" and e.get("name", "").startswith("ProfilerStep#")}
+            assert len(steps) == Budget(steps=5).profiled_steps(kind, row["step_time_ms"]["median"]), (row["mode"], kind)
+
+
 def test_list_names_every_model() -> None:
     done = diagnostics("--list")
     assert done.returncode == 0
-    assert "resnet50" in done.stdout and "family" in done.stdout
+    listed = {line.split()[0] for line in done.stdout.splitlines()[2:] if line.strip()}
+    assert listed == set(list_models())
+    assert done.stdout.split()[0] == "model" and "family" in done.stdout.splitlines()[0]
+
+
+def test_batch_size_threads_device_and_no_detailed_take_effect(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    probe = f"{ROOT / 'tests' / 'tiny_models.py'}:ReportsSettings"
+    done = diagnostics("--models", probe, "--modes", "eval", "--out", str(out), "--steps", "3", "--no-progress",
+                       "--batch-size", "3", "--threads", "2", "--device", "cpu", "--no-detailed")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    document = json.loads((out / "summary.json").read_text())
+    (row,) = document["results"]
+    assert (row["status"], row["batch_size"], row["device"]) == ("ok", 3, "cpu"), row
+    assert document["environment"]["threads"] == 2
+    assert "settings: threads=2 device=cpu eval inputs (3, 8)" in (out / row["log"]).read_text()
+    assert row["traces"]["detailed"] is None and row["profiler_distortion_pct"]["detailed"] is None
+    assert sorted(p.name for p in (out / "reports_settings").glob("*.json.gz")) == ["eval-cpu.pt.trace.json.gz"]
+
+
+def test_collect_diagnostics_loads_the_engine_on_first_use() -> None:
+    code = (
+        "import sys, torchbenchmark\n"
+        "assert 'torchbenchmark.diagnose' not in sys.modules\n"
+        "from torchbenchmark.diagnose import collect_diagnostics\n"
+        "assert torchbenchmark.collect_diagnostics is collect_diagnostics\n"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=300)
 
 
 def test_no_progress_prints_a_line_per_case(sweep) -> None:

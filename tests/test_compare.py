@@ -133,3 +133,30 @@ def test_exit_codes_end_to_end(tmp_path: Path) -> None:
     for bad in (["compare", str(tmp_path / "a"), str(tmp_path / "missing")], ["compare", str(tmp_path / "a")]):
         result = diagnostics(*bad)
         assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+
+
+def test_the_comparison_table_is_pinned() -> None:
+    from torchbenchmark.summary import render_comparison
+
+    base = side(row("slow", [10.0] * 3), row("flat", [2.0] * 3), row("gone", [1.0]))
+    new = side(row("slow", [11.0] * 3, batch_size=8), row("flat", [2.0] * 3, verdict="mixed"), row("added", [1.0]))
+    text = render_comparison(compare(base, new)).splitlines()
+    assert text[:3] == ["base: side", "new:  side", "4 cases: 1 slower, 1 verdict changed, 1 only in base, 1 only in new"]
+    header, rule, *rows = text[4:10]
+    assert header.split() == ["call", "model", "mode", "device", "base", "ms", "new", "ms", "new/base", "95%", "interval",
+                              "n", "verdict", "note"]  # fmt: skip
+    assert rows[0].split() == ["slower", "slow", "train", "cpu", "10.0", "11.0", "1.100", "1.065", "to", "1.136", "3/3",
+                               "compute-bound", "batch", "size", "4", "->", "8"]  # fmt: skip
+    assert rows[1].split() == ["verdict", "changed", "flat", "train", "cpu", "2.00", "2.00", "1.000", "0.969", "to", "1.033",
+                               "3/3", "compute-bound", "->", "mixed"]  # fmt: skip
+    assert rows[2].split() == ["only", "in", "base", "gone", "train", "cpu", "1.00", "compute-bound"]
+    assert rows[3].split() == ["only", "in", "new", "added", "train", "cpu", "1.00", "compute-bound"]
+    assert "past the 5% threshold" in text[-1] or "past the 5% threshold" in "\n".join(text)
+
+
+def test_to_dict_and_repr_carry_the_calls() -> None:
+    comparison = compare(side(row("slow", [10.0] * 3)), side(row("slow", [12.0] * 3)))
+    data = comparison.to_dict()
+    assert data["exit_status"] == 1 and data["counts"] == {"slower": 1}
+    assert data["cases"][0]["estimate"]["ratio"] == pytest.approx(1.2)
+    assert repr(comparison) == "Comparison(side -> side: 1 slower)"

@@ -21,6 +21,21 @@ def test_readme_model_table_matches_the_registry() -> None:
     assert block.group(1) == models_markdown(), "regenerate the table: see 'Adding a model' in README.md"
 
 
+def test_readme_summary_excerpt_is_rows_of_the_file_it_names() -> None:
+    text = README.read_text(encoding="utf-8")
+    block = re.search(r"<!-- summary:begin -->\nAn excerpt of `([^`]+)`.*?\n```\n(.*?)\n```\n<!-- summary:end -->", text, re.S)
+    assert block, "README.md lost its <!-- summary:begin/end --> excerpt"
+    source = ROOT / block.group(1)
+    assert source.is_file(), f"the README quotes {block.group(1)}, which does not exist"
+    # Column widths depend on the rows shown, so rows are compared cell by cell (split on whitespace).
+    reference = [line.split() for line in source.read_text(encoding="utf-8").splitlines()]
+    header, dashes, *rows = block.group(2).splitlines()
+    assert header.split() in reference and set(dashes) <= {"-", " "}
+    assert rows, "the excerpt shows no rows"
+    for row in rows:
+        assert row.split() in reference, f"not a row of {block.group(1)}: {row}"
+
+
 def test_adding_a_model_snippet_runs_as_written(tmp_path: Path) -> None:
     """The README's model is complete: saved as my_net.py, `diagnostics.py check` passes it."""
     text = README.read_text(encoding="utf-8")

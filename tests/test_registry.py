@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from torchbenchmark import BenchmarkModel, UnknownModelError, list_models, load_model, model_class
+from torchbenchmark import BatchSizes, BenchmarkModel, ModelMeta, UnknownModelError, list_models, load_model, model_class
 from torchbenchmark.models.nlp import HuggingFaceModel
 from torchbenchmark.models.vision_classification import TorchVisionClassifier
 
@@ -37,10 +37,15 @@ def test_entry_declares_its_metadata(name: str) -> None:
     assert meta.family
     assert all(size >= 1 for size in vars(meta.batch_sizes).values())
     assert isinstance(meta.smoke, dict)
-    assert meta.annotated or meta.note  # an unannotated model says why
     parameters = inspect.signature(cls).parameters
     assert list(parameters)[:2] == ["device", "batch_size"]
     assert parameters["device"].default == "cpu" and parameters["batch_size"].default is None
+
+
+def test_an_unannotated_model_must_say_why() -> None:
+    with pytest.raises(ValueError, match="^quiet: an unannotated model must say why in its note$"):
+        ModelMeta(name="quiet", family="test", batch_sizes=BatchSizes.same(cpu=1, cuda=1), annotated=False)
+    assert ModelMeta(name="quiet", family="test", batch_sizes=BatchSizes.same(cpu=1, cuda=1), annotated=False, note="a GAN").note
 
 
 def _is_metadata_only(cls: type, template: type) -> bool:

@@ -227,8 +227,8 @@ def _interval(case: Any) -> str:
 
 
 def _verdicts(case: Any) -> str:
-    if case.base_verdict == case.new_verdict:
-        return case.new_verdict or ""
+    if case.base_verdict == case.new_verdict or case.call in ("only in base", "only in new"):
+        return case.new_verdict or case.base_verdict or ""
     return f"{case.base_verdict or '-'} -> {case.new_verdict or '-'}"
 
 
