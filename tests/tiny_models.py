@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
+import time
 from typing import Any
 
 import torch
@@ -319,3 +321,21 @@ class SparseGradientsAccumulate(TinyMLP):
         loss.backward()
         self.optimizers[0].step()
         self.last_loss = loss.detach()
+
+
+class RankOneFails(TinyMLP):
+    """Under DistributedDataParallel, rank 1 cannot build the model; rank 0 can."""
+
+    def __init__(self, device: str = "cpu", batch_size: int | None = None) -> None:
+        if os.environ.get("RANK") == "1":
+            raise RuntimeError("rank one fails on purpose")
+        super().__init__(device, batch_size)
+
+
+class RankOneHangs(TinyMLP):
+    """Under DistributedDataParallel, rank 1 never finishes building the model."""
+
+    def __init__(self, device: str = "cpu", batch_size: int | None = None) -> None:
+        if os.environ.get("RANK") == "1":
+            time.sleep(3600)
+        super().__init__(device, batch_size)

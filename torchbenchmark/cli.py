@@ -3,7 +3,7 @@
 Exit status: 0 every case ok or skipped; 1 a case failed or timed out, or the summary could not be
 written; 2 a usage error (nothing was run or written); 128 + the signal when interrupted: 130 by Ctrl-C
 (SIGINT), 143 by SIGTERM, 129 by SIGHUP. Plug-ins are imported only in child processes. Subcommands
-(``compare``) are named first: ``diagnostics.py compare BASE NEW``.
+(``compare``, ``check``, ``merge``) are named first: ``diagnostics.py compare BASE NEW``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from tabulate import tabulate
 
@@ -45,7 +46,8 @@ name (its declared name, else its class name) must be one folder name: no '/', n
 most {MAX_NAME_BYTES} bytes; anything else is a usage error here and a failed row from Python.
 
 subcommands: 'diagnostics.py compare BASE NEW' compares two runs (see 'compare --help');
-'diagnostics.py check SPEC [SPEC ...]' checks models or plug-ins against the contract (see 'check --help').
+'diagnostics.py check SPEC [SPEC ...]' checks models or plug-ins against the contract (see 'check --help');
+'diagnostics.py merge OUT1 OUT2 ... --out MERGED' joins the outputs of --shard runs (see 'merge --help').
 
 outputs, under --out: runs/<run-id>.json (this run's record: environment, command, a row per case;
 never changed once the run ends), summary.txt and summary.json (the latest row of every case over
@@ -108,6 +110,15 @@ def _percent(text: str) -> float:
     return value
 
 
+def _shard(text: str) -> Any:
+    from torchbenchmark.shard import Shard
+
+    try:
+        return Shard.parse(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="diagnostics.py",
@@ -117,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--models", help="comma-separated model names, 'all', family:NAME (e.g. family:nlp), or plug-in specs")
     parser.add_argument("--exclude", help="comma-separated models to leave out of --models (names, family:NAME or specs)")
-    parser.add_argument("--modes", default="train,eval", help="comma-separated: train, eval (default: both)")
+    parser.add_argument("--modes", help="comma-separated: train, eval (default: both; train with --ddp)")
     parser.add_argument("--device", default="auto", help="auto (cuda when available, else cpu), cpu, cuda or cuda:N")
     parser.add_argument("--out", default="traces", help="output folder (default: traces)")
     parser.add_argument("--batch-size", type=_positive_int, help="batch size for every case (default: each model's)")
@@ -141,6 +152,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also run each case with the model's module under torch.compile, beside the eager case")  # fmt: skip
     parser.add_argument("--backend", default=DEFAULT_BACKEND, help=f"with --compile: a torch.compile backend (default: {DEFAULT_BACKEND})")
     parser.add_argument("--compile-mode", default="default", choices=COMPILE_MODES, help="with --compile: the inductor mode (default: default)")
+    parser.add_argument("--shard", type=_shard, metavar="I/N",
+                        help="run only shard I of N (from 1): the same split on every machine, balanced by the "
+                        "reference run's case times; join the shards' outputs with 'diagnostics.py merge'")  # fmt: skip
+    parser.add_argument("--ddp", type=_positive_int, metavar="N",
+                        help="run each train case as DistributedDataParallel with N ranks on this machine, through "
+                        "torch.distributed.run (gloo on CPU, one intra-op thread per rank unless --threads)")  # fmt: skip
     parser.add_argument("--baseline", metavar="BASE", help="after the sweep, compare it against BASE (see 'compare --help')")
     parser.add_argument("--threshold", type=_percent, default=DEFAULT_THRESHOLD_PCT,
                         help=f"with --baseline: the smallest change in %% called faster or slower (default: {DEFAULT_THRESHOLD_PCT:g})")
@@ -361,6 +378,10 @@ def check_new_file(path: Path, flag: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        if argv[:1] == ["merge"]:
+            from torchbenchmark import merge
+
+            return merge.main(argv[1:])
         if argv[:1] == ["check"]:
             from torchbenchmark import check_cli
 
@@ -378,7 +399,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_OK
         if not args.models:
             raise UsageError("--models is required (a name, a comma-separated list, 'all' or a plug-in spec)")
-        modes = resolve_modes(args.modes)
+        modes = resolve_modes(args.modes or ("train" if args.ddp else "train,eval"))
+        if args.ddp and args.compile:
+            raise UsageError("--ddp and --compile do not combine: DDP cases run the eager module")
+        if args.ddp and modes != ["train"]:
+            raise UsageError("--ddp runs train cases only: use --modes train")
         device = resolve_device(args.device)
         if not args.out.strip():
             raise UsageError("--out is empty; name the output folder (default: traces)")
@@ -436,6 +461,8 @@ def _sweep(args: argparse.Namespace, models: list[str], modes: list[str], device
         progress=not args.no_progress,
         repeat=args.repeat,
         compile=Compile(args.backend, args.compile_mode) if args.compile else None,
+        world_size=args.ddp or 1,
+        shard=args.shard,
     )
 
     def stop(signum: int, _frame: object) -> None:

@@ -73,7 +73,15 @@ def collect_diagnostics(
 
 
 def diagnose(spec: CaseSpec, out_dir: Path, cls: type | None = None, config: Mapping[str, Any] | None = None) -> CaseResult:
-    """Run the case ``spec`` describes in this process: measure, analyse, then assemble its row."""
+    """Run the case ``spec`` describes in this process: measure, analyse, then assemble its row.
+
+    A DistributedDataParallel case (``spec.world_size`` above 1) runs its ranks in processes of
+    their own, through ``torch.distributed.run``: this process only launches and waits.
+    """
+    if spec.distributed:
+        from torchbenchmark.distributed import run_case  # a floor above: it builds on this module
+
+        return run_case(spec, out_dir)
     torch_device = torch.device(spec.device)
     shown = spec.model if cls is None else getattr(cls, "__name__", spec.model)
     row: dict[str, Any] = {"model": shown, "mode": spec.mode, "device": str(torch_device),

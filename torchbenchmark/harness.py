@@ -13,7 +13,7 @@ import dataclasses
 import itertools
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -32,6 +32,16 @@ def use_device(device: torch.device) -> None:
     torch.cuda.set_device refuses a device without an index)."""
     if device.type == "cuda" and device.index is not None:
         torch.cuda.set_device(device)
+
+
+# Every decision the harness takes from a clock goes through an ``Agree``: the element-wise maximum of
+# the given figures over every process that runs the steps together. A DistributedDataParallel step is
+# a collective, so its ranks must run the same number of steps; one process agrees with itself.
+Agree = Callable[[Sequence[float]], list[float]]
+
+
+def same(values: Sequence[float]) -> list[float]:
+    return list(values)
 
 
 def device_sync(device: torch.device) -> Callable[[], None]:
@@ -103,33 +113,41 @@ class Characterisation:
         return relative_change_pct(self.steps.median_ms + self.edge_ms, self.steps.median_ms)
 
 
-def warmup_window(budget: Budget, first_steps_ns: list[int]) -> int:
+def warmup_window(budget: Budget, first_steps_ns: Sequence[float]) -> int:
     """Steps per warmup window: ``budget.warmup_window``, fewer (down to 2) when two windows of steps would
     not fit in ``budget.warmup_s``, or steadiness could never be seen. Sized from the second step: the first
     creates lazy state (on a GPU: library handles, kernels loaded on first use) and is never typical."""
     return min(budget.warmup_window, max(2, int(budget.warmup_s * 1e9 / (2 * first_steps_ns[1]))))
 
 
-def warm_up(model: Any, mode: str, budget: Budget, sync: Callable[[], None]) -> tuple[list[int], bool]:
+def warm_up(
+    model: Any, mode: str, budget: Budget, sync: Callable[[], None], agree: Agree = same
+) -> tuple[list[int], bool]:  # fmt: skip
     """Run steps until the step time is steady or ``budget.warmup_s`` is spent; returns their durations."""
     timer = StepTimer(sync)
     deadline = time.perf_counter_ns() + int(budget.warmup_s * 1e9)
     timed_call(model, mode, 1, timer)  # the first step creates lazy state and is never typical
-    if time.perf_counter_ns() >= deadline:  # a step longer than the whole budget: no window fits
+    if agree([float(time.perf_counter_ns() >= deadline)])[0]:  # a step longer than the whole budget: no window fits
         return timer.durations_ns, False
     timed_call(model, mode, 1, timer)  # the second sizes the window
-    window = warmup_window(budget, timer.durations_ns)
+    window = warmup_window(budget, agree(timer.durations_ns[:2]))
     steady = False
-    while not steady and time.perf_counter_ns() < deadline:
-        estimate = statistics.median(timer.durations_ns[-window:])
+    while True:
+        # The clock is read only while this process is not steady, as a single process would.
+        late = 0.0 if steady else float(time.perf_counter_ns() >= deadline)
+        unsteady, late = agree([float(not steady), late])
+        if not unsteady or late:
+            return timer.durations_ns, not unsteady
+        estimate = agree([statistics.median(timer.durations_ns[-window:])])[0]
         # Short calls keep the overshoot past the deadline or past steadiness to a few steps.
         chunk = max(1, min(window, int(0.25e9 / max(estimate, 1))))
         timed_call(model, mode, chunk, timer)
         steady = is_steady(timer.durations_ns[1:], window, budget.warmup_tolerance)
-    return timer.durations_ns, steady
 
 
-def measure_windows(model: Any, mode: str, budget: Budget, count: int, sync: Callable[[], None]) -> list[list[int]]:
+def measure_windows(
+    model: Any, mode: str, budget: Budget, count: int, sync: Callable[[], None], agree: Agree = same
+) -> list[list[int]]:  # fmt: skip
     """Time ``count`` steps per window until two windows' medians agree within ``budget.window_tolerance``.
 
     A shared machine has spells of load that last seconds: one window can fall in one and read 10 to 20%
@@ -143,7 +161,7 @@ def measure_windows(model: Any, mode: str, budget: Budget, count: int, sync: Cal
         windows.append(timer.inner_ns())
         if budget.steps is not None or len(windows) == budget.windows:
             return windows
-        if len(windows) >= 2 and closest_pair(windows)[1] <= 100 * budget.window_tolerance:
+        if len(windows) >= 2 and agree([closest_pair(windows)[1]])[0] <= 100 * budget.window_tolerance:
             return windows
 
 
@@ -161,21 +179,21 @@ def closest_pair(windows: list[list[int]]) -> tuple[list[list[int]], float]:
     return [windows[i] for i in best], diff_pct(best)
 
 
-def characterise(model: Any, mode: str, budget: Budget, device: torch.device) -> Characterisation:
+def characterise(model: Any, mode: str, budget: Budget, device: torch.device, agree: Agree = same) -> Characterisation:
     """Warm up, measure windows of steps for a median and IQR, then time whole calls for the edge cost."""
     sync = device_sync(device)
     started = time.perf_counter()
-    warmup, steady = warm_up(model, mode, budget, sync)
+    warmup, steady = warm_up(model, mode, budget, sync, agree)
     warmed = time.perf_counter()
 
-    count = budget.measured_steps(statistics.median(warmup[-budget.warmup_window :]))
-    windows = measure_windows(model, mode, budget, count, sync)
+    count = budget.measured_steps(agree([statistics.median(warmup[-budget.warmup_window :])])[0])
+    windows = measure_windows(model, mode, budget, count, sync, agree)
     kept, diff = closest_pair(windows)
     steps = StepStats.from_ns([d for window in kept for d in window])
 
     calls: list[int] = []
     deadline = time.perf_counter_ns() + int(budget.edge_s * 1e9)
-    while len(calls) < budget.edge_calls and (not calls or time.perf_counter_ns() < deadline):
+    while len(calls) < budget.edge_calls and (not calls or not agree([float(time.perf_counter_ns() >= deadline)])[0]):
         calls.append(timed_call(model, mode, 1, StepTimer(sync)))
     call_ms = statistics.median(calls) / 1e6
     return Characterisation(

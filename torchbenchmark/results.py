@@ -146,7 +146,10 @@ class Samples:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Samples:
-        windows = tuple(tuple(group) for group in data.get("window_medians_ms") or ())
+        groups = data.get("window_medians_ms") or ()
+        if groups and all(isinstance(group, (int, float)) for group in groups):  # one flat list: one process's
+            groups = (groups,)
+        windows = tuple(tuple(group) for group in groups)
         return cls(tuple(data.get("process_medians_ms") or ()), windows)
 
 
@@ -177,6 +180,58 @@ class CompileReport:
     def from_dict(cls, data: dict[str, Any]) -> CompileReport:
         reasons = tuple(GraphBreak(**item) for item in data.get("break_reasons") or ())
         return cls(**{**data, "break_reasons": reasons, "speedup_rounds": tuple(data.get("speedup_rounds") or ())})
+
+
+# A DDP step that waits on collectives (exposed communication) for this share of its time is bound by
+# them, as a step with this share of per-op overhead is bound by dispatch (torchbenchmark/dispatch.py).
+COMM_BOUND_PCT = 50.0
+COMM_PARTLY_PCT = 20.0
+
+
+@dataclasses.dataclass(frozen=True)
+class RankFigures:
+    """One rank of a DistributedDataParallel case: its own step time and what its trace says."""
+
+    rank: int
+    host: str
+    step_median_ms: float
+    comm_pct: float  # share of the profiled step with a collective running on this rank
+    exposed_comm_pct: float  # share of the step in collectives while the step's thread ran no op
+    trace: str  # relative to the output folder
+
+
+@dataclasses.dataclass(frozen=True)
+class Distributed:
+    """A train case run as DistributedDataParallel: how its ranks' steps compare and where comms went."""
+
+    world_size: int
+    backend: str  # gloo on the CPU, nccl on CUDA
+    nodes: int  # distinct hosts among the ranks
+    ranks: tuple[RankFigures, ...]
+    skew_pct: float  # slowest rank's median step over the fastest's, less 1, in percent
+    comm_pct: float  # mean over ranks
+    exposed_comm_pct: float  # mean over ranks: communication the step waited for
+    overlap_pct: float  # share of communication time hidden behind compute (the backward pass), mean over ranks
+    comm_overlaps_backward: bool  # overlap_pct at least torchbenchmark.distributed.OVERLAP_THRESHOLD_PCT
+
+    @property
+    def reading(self) -> str:
+        """What bounds the DDP step beside the dispatch verdict: the collectives it waits for, or not."""
+        if self.exposed_comm_pct >= COMM_BOUND_PCT:
+            return "communication-bound"
+        return "partly communication-bound" if self.exposed_comm_pct >= COMM_PARTLY_PCT else "compute"
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["step_time_ms_per_rank"] = [rank.step_median_ms for rank in self.ranks]
+        data["reading"] = self.reading
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Distributed:
+        fields = {field.name for field in dataclasses.fields(cls)}  # "reading" and the per-rank list are derived
+        ranks = tuple(_from_fields(RankFigures, rank) for rank in data["ranks"])
+        return cls(**{**{key: data[key] for key in fields if key != "ranks"}, "ranks": ranks})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -241,6 +296,7 @@ class CaseResult:
     samples: Samples = Samples()
     compile: CompileReport | None = None  # a compiled variant's row: what compiling cost and made
     speedup_vs_eager: float | None = None  # eager over compiled step time, measured in the same process
+    distributed: Distributed | None = None  # a DistributedDataParallel case (--ddp N) only
     run_id: str | None = None  # the run record this row came from
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)  # fields this version does not know: kept
     costs: Costs | None = None
@@ -325,6 +381,7 @@ class CaseResult:
             "compile": self.compile.to_dict() if self.compile else None,
             "speedup_vs_eager": self.speedup_vs_eager,
             **(dataclasses.asdict(self.costs) if self.costs else dict.fromkeys(_COST_FIELDS)),
+            **({"distributed": self.distributed.to_dict()} if self.distributed else {}),
         }
 
     @classmethod
@@ -374,6 +431,7 @@ class CaseResult:
             windows_agree=measurement.get("agree"),
             timings_s=dict(data.get("timings_s") or {}),
             samples=Samples.from_dict(data.get("samples") or {}),
+            distributed=Distributed.from_dict(data["distributed"]) if data.get("distributed") else None,
             variant=data.get("variant") or "eager",
             compile=CompileReport.from_dict(data["compile"]) if data.get("compile") else None,
             speedup_vs_eager=data.get("speedup_vs_eager"),
@@ -388,4 +446,4 @@ def _describe(data: dict[str, Any]) -> str:
 
 
 # The keys CaseResult.to_dict writes; any other key of a row read back is kept in ``extra``.
-_KNOWN_KEYS = frozenset(CaseResult(model="", mode="", device="", status="ok").to_dict())
+_KNOWN_KEYS = frozenset(CaseResult(model="", mode="", device="", status="ok").to_dict()) | {"distributed"}

@@ -19,6 +19,11 @@ COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
 DEFAULT_BACKEND = "inductor"
 
 
+def ddp_variant(world_size: int) -> str:
+    """The variant of a case run as DistributedDataParallel: its rows sit beside the single-process ones."""
+    return f"ddp{world_size}"
+
+
 @dataclasses.dataclass(frozen=True)
 class Budget:
     """How much time a case may spend where. Time limits are targets; step counts are floors and caps."""
@@ -100,6 +105,7 @@ class CaseSpec:
     top_ops: int = 10  # rows in the top-ops table
     timeout_s: float = 600.0  # the case's process, start-up included
     repeat: int = 0  # which of the sweep's --repeat processes this is (0: the first, the one that profiles)
+    world_size: int = 1  # ranks: above 1, a train case run as DistributedDataParallel (torchbenchmark/distributed.py)
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, str) or not self.model:
@@ -110,19 +116,27 @@ class CaseSpec:
             raise ValueError(f"batch_size must be at least 1, got {self.batch_size}")
         if self.threads is not None and self.threads < 1:
             raise ValueError(f"threads must be at least 1, got {self.threads}")
+        if self.world_size < 1:
+            raise ValueError(f"world_size must be at least 1, got {self.world_size}")
+        if self.world_size > 1 and self.mode != "train":
+            raise ValueError(f"DistributedDataParallel runs train cases only, not {self.mode!r}")
+        if self.world_size > 1 and self.compile is not None:
+            raise ValueError("DistributedDataParallel cases run eager modules: compile and world_size do not combine")
         if not self.timeout_s > 0:
             raise ValueError(f"timeout_s must be more than 0, got {self.timeout_s}")
 
     @property
     def variant(self) -> str:
-        """Part of the row's key: ``eager``, or the compiled variant's name."""
+        """Part of the row's key: ``eager``, the compiled variant's name, or ``ddp<N>`` for DistributedDataParallel."""
+        if self.world_size > 1:
+            return ddp_variant(self.world_size)
         return EAGER if self.compile is None else self.compile.variant
 
     @property
     def file_stem(self) -> str:
-        """``<mode>-<device>``, then ``-<variant>`` for a compiled one: every file a case writes starts so."""
+        """``<mode>-<device>``, then ``-<variant>`` for any but eager: every file a case writes starts so."""
         stem = f"{self.mode}-{self.device}"  # the full device: cuda:0 and cuda:1 keep their own files
-        return stem if self.compile is None else f"{stem}-{self.variant}"
+        return stem if self.variant == EAGER else f"{stem}-{self.variant}"
 
     @property
     def device_type(self) -> str:
@@ -132,6 +146,10 @@ class CaseSpec:
     def profiles(self) -> bool:
         """Repeats beyond the first only time steps: their profiles would repeat the first's."""
         return self.repeat == 0
+
+    @property
+    def distributed(self) -> bool:
+        return self.world_size > 1
 
     def replace(self, **changes: Any) -> CaseSpec:
         return dataclasses.replace(self, **changes)

@@ -61,6 +61,8 @@ def note(result: CaseResult) -> str:
         notes.append(f"borderline: overhead {100 * low:.0f}-{100 * high:.0f}%")
     if dispatch is not None and dispatch.scaling is not None and not dispatch.scaling.agrees:
         notes.append(f"scaling disagrees: bound {100 * dispatch.scaling.fraction_upper:.1f}%")
+    if result.distributed is not None and result.distributed.reading != "compute":
+        notes.append(f"{result.distributed.reading}: waits on collectives {result.distributed.exposed_comm_pct:.0f}% of the step")
     return "; ".join(notes)
 
 
@@ -119,6 +121,11 @@ COLUMNS: tuple[Column, ...] = (
     Column("note", lambda r: r.error or note(r), numeric=False),
 )
 VARIANT = Column("variant", lambda r: r.variant, numeric=False)  # shown when any row is not eager
+DISTRIBUTED = (  # shown when any row ran as DistributedDataParallel
+    Column("comm %", lambda r: number(r.distributed.comm_pct if r.distributed else None, 0)),
+    Column("exposed %", lambda r: number(r.distributed.exposed_comm_pct if r.distributed else None, 0)),
+    Column("skew %", lambda r: number(r.distributed.skew_pct if r.distributed else None, 1)),
+)
 
 
 def render_columns(columns: Sequence[Column], rows: Iterable[Any]) -> str:
@@ -155,6 +162,9 @@ def summary_columns(results: Sequence[CaseResult], run_column: Column | None = N
     columns = list(COLUMNS)
     if any(r.variant != "eager" for r in results):
         columns.insert(3, VARIANT)
+    if any(r.distributed for r in results):
+        at = next(index for index, column in enumerate(columns) if column.header == "verdict")
+        columns[at:at] = DISTRIBUTED
     if run_column is not None:
         columns.insert(-1, run_column)
     return columns
@@ -189,6 +199,9 @@ GFLOP/step   one step's FLOPs (matmuls, convolutions, attention); GFLOP/s: over 
 note         why a case did not end ok; UNTRUSTWORTHY and why for an ok row whose figure is not to be
              trusted: warmup not steady, measurement windows that never agreed, an IQR above
              {UNTRUSTWORTHY_IQR_FRACTION:.0%} of the median, or fewer than {MIN_STEPS_FOR_SPREAD} steps. Rerun those on a quieter machine."""
+DISTRIBUTED_LEGEND = """\
+comm %: (--ddp) share of the step with a collective running on a rank, mean over ranks; exposed %: the
+part of it no compute overlapped (the step waited); skew %: slowest rank's median step over the fastest's."""
 
 
 def render_text(summary: Summary, run_id: str | None = None) -> str:
@@ -211,7 +224,8 @@ def render_text(summary: Summary, run_id: str | None = None) -> str:
         header.append(f"carried from earlier runs: {plural(len(carried), 'case')} ({_tally(carried)}); "
                       "their run is in the 'run' column, * when from another machine or torch version")  # fmt: skip
         run_column = Column("run", lambda r: _run_mark(summary, r, run_id), numeric=False)
-    return "\n".join(header) + "\n\n" + render_table(results, run_column) + "\n\n" + LEGEND + "\n"
+    legend = LEGEND + ("\n" + DISTRIBUTED_LEGEND if any(r.distributed for r in results) else "")
+    return "\n".join(header) + "\n\n" + render_table(results, run_column) + "\n\n" + legend + "\n"
 
 
 def _run_mark(summary: Summary, row: CaseResult, run_id: str | None) -> str:

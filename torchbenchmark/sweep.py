@@ -31,7 +31,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from torchbenchmark import process, safe_paths, storage
+from torchbenchmark import process, safe_paths, shard, storage
 from torchbenchmark.contract import MODES
 from torchbenchmark.costs import measure_peak, with_peak, with_step_time
 from torchbenchmark.environment import collect_environment
@@ -39,6 +39,7 @@ from torchbenchmark.native_logs import case_log_environment
 from torchbenchmark.plugins import IMPORT_TIMEOUT_S, PluginProbe, probe_plugins
 from torchbenchmark.registry import is_plugin_spec, list_models, unknown_model_message
 from torchbenchmark.results import CaseResult, Samples, StepTime
+from torchbenchmark.shard import Shard
 from torchbenchmark.spec import Budget, CaseSpec, Compile
 from torchbenchmark.summary import render_summary_json, render_text
 
@@ -83,6 +84,8 @@ class SweepOptions:
     progress: bool = True  # a bar on a terminal; False: only a line per case
     repeat: int = 1  # processes per case, interleaved across cases: the samples a comparison uses
     compile: Compile | None = None  # also run each case with its module compiled so
+    world_size: int = 1  # above 1: each (train) case as DistributedDataParallel with this many ranks
+    shard: Shard | None = None  # run only this shard of the cases (see torchbenchmark/shard.py)
 
     def __post_init__(self) -> None:
         if self.repeat < 1:
@@ -96,7 +99,17 @@ class SweepOptions:
         return CaseSpec(
             model=model, mode=mode, device=self.device, batch_size=self.batch_size, budget=self.budget,
             threads=self.threads, detailed=self.detailed, scaling=self.scaling, timeout_s=self.timeout_s, repeat=repeat, compile=compile,
+            world_size=self.world_size,
         )  # fmt: skip
+
+    def flags(self) -> dict[str, Any]:
+        """What shapes every case's figures: shards of one sweep must agree on all of it to be merged."""
+        return {
+            "device": self.device, "batch_size": self.batch_size, "budget": dataclasses.asdict(self.budget),
+            "timeout_s": self.timeout_s, "detailed": self.detailed, "threads": self.threads,
+            "repeat": self.repeat, "world_size": self.world_size, "scaling": self.scaling,
+            "compile": dataclasses.asdict(self.compile) if self.compile else None,
+        }  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,7 +179,13 @@ def run_sweep(
         raise SweepArgumentError(unknown[0])
     cases = [options.spec(model, mode, variant) for model in models for mode in modes for variant in options.variants]
     names = {model: probes[model].row_name if model in probes else model for model in models}
-    with _locked(out_dir):
+    shard_info: dict[str, Any] = {}
+    if options.shard is not None:  # every variant of a model and mode goes to the same shard
+        pairs = list(dict.fromkeys((names[case.model], case.mode) for case in cases))
+        mine = set(shard.select(pairs, options.shard, shard.reference_costs()))
+        shard_info = {"index": options.shard.index, "count": options.shard.count, "of_cases": len(pairs)}
+        cases = [case for case in cases if (names[case.model], case.mode) in mine]
+    with locked(out_dir):
         earlier = storage.read_records(out_dir)  # strict: an unreadable record stops us before any write
         legacy = storage.legacy_record(out_dir / storage.SUMMARY_JSON) if not earlier else None
         if legacy is not None:  # rows of a summary from before run records: carried as a record of their own
@@ -206,7 +225,7 @@ def run_sweep(
             if state != "running":  # the page takes seconds to draw: once, when the run ends
                 report = write_report(out_dir, view)
 
-        save()
+        save(flags=options.flags(), **({"shard": shard_info} if shard_info else {}))
         try:
             for repeat in range(options.repeat):
                 for case in cases:
@@ -400,7 +419,7 @@ class _Progress:
 
 
 @contextlib.contextmanager
-def _locked(out_dir: Path) -> Iterator[None]:
+def locked(out_dir: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``out_dir`` for the sweep; refuse if another process holds it."""
     path = out_dir / LOCK_NAME
     try:

@@ -390,3 +390,73 @@ def overhead_events(events: Sequence[Event]) -> OverheadEvents:
 
 def overhead_events_of_trace(path: str | Path) -> OverheadEvents:
     return overhead_events(load_events(path))
+
+
+# Collective communication ---------------------------------------------------------------------------
+
+# gloo runs each collective on a thread of its own, annotated ``gloo:all_reduce``; NCCL's kernels run on
+# the GPU as ``ncclKernel_...``/``ncclDevKernel_...``; ``record_param_comms`` marks a collective where
+# the backend annotates none.
+COMM_PREFIXES = ("gloo:", "nccl:", "ncclKernel", "ncclDevKernel", "record_param_comms")
+
+
+@dataclasses.dataclass(frozen=True)
+class CommSummary:
+    """Where a rank's profiled steps spent time in collectives, and how much of it compute hid."""
+
+    step_ms: float
+    comm_ms: float  # per step: time with at least one collective running
+    hidden_ms: float  # per step: collective time while the step's thread ran an op (compute)
+
+    @property
+    def comm_pct(self) -> float:
+        return 100.0 * self.comm_ms / self.step_ms
+
+    @property
+    def exposed_comm_pct(self) -> float:
+        """The collective time nothing else overlapped: what the step waited for."""
+        return 100.0 * (self.comm_ms - self.hidden_ms) / self.step_ms
+
+    @property
+    def overlap_pct(self) -> float:
+        return 100.0 * self.hidden_ms / self.comm_ms if self.comm_ms else 0.0
+
+
+def _union(intervals: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+    merged: list[tuple[float, float]] = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def summarize_comm(events: Sequence[Event]) -> CommSummary:
+    """Collective time per step, and the part of it during which the step's own thread computed.
+
+    The step's thread is the one that holds the ``ProfilerStep`` annotations; its ops other than the
+    ``c10d::`` calls that enqueue a collective are compute (in a DDP step: the backward pass, whose
+    gradient buckets are reduced as they become ready). Raises ValueError without ProfilerStep events.
+    """
+    steps = [e for e in events if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")]
+    if not steps:
+        raise ValueError("the trace holds no ProfilerStep events: was the profiler stepped?")
+    windows = _step_windows(steps)
+    step_thread = (steps[0].get("pid"), steps[0].get("tid"))
+
+    def span(event: Event) -> tuple[float, float]:
+        return float(event["ts"]), float(event["ts"]) + float(event["dur"])
+
+    complete = [e for e in events if e.get("ph") == "X" and "dur" in e]
+    comm = _union(span(e) for e in complete if str(e.get("name", "")).startswith(COMM_PREFIXES))
+    compute = _union(
+        span(e) for e in complete
+        if e.get("cat") == "cpu_op" and (e.get("pid"), e.get("tid")) == step_thread
+        and not str(e.get("name", "")).startswith(("c10d::", "record_param_comms"))
+    )  # fmt: skip
+    hidden = [(max(a, c), min(b, d)) for a, b in comm for c, d in compute if max(a, c) < min(b, d)]
+    count = len(windows)
+    step_us = statistics.fmean(end - start for start, end in windows)
+    return CommSummary(step_ms=step_us / 1e3, comm_ms=_busy_us(comm, windows) / count / 1e3,
+                       hidden_ms=_busy_us(hidden, windows) / count / 1e3)  # fmt: skip
