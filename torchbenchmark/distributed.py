@@ -51,7 +51,7 @@ from torchbenchmark.registry import meta_of, model_class  # noqa: E402
 from torchbenchmark.results import CaseResult, Dispatch, Distributed, RankFigures, Samples, StepTime  # noqa: E402
 from torchbenchmark.spec import Budget, CaseSpec  # noqa: E402
 from torchbenchmark.stats import relative_change_pct  # noqa: E402
-from torchbenchmark.trace_analysis import load_events, summarize_comm, summarize_trace  # noqa: E402
+from torchbenchmark.trace_analysis import load_events, overhead_events_of_trace, summarize_comm, summarize_trace  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -230,7 +230,7 @@ def run_rank(spec: CaseSpec, out_dir: Path, scratch: Path | None) -> CaseResult 
     timings: dict[str, float] = {}
     started = time.perf_counter()
     # Calibrated before the group forms, on rank 0 alone: the others wait at the rendezvous, idle.
-    per_op_us = dispatch.calibrate_per_op_overhead_us(device) if rank == 0 else 0.0
+    calibration = dispatch.calibrate(device) if rank == 0 else None
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=spec.timeout_s),
                             device_id=device if device.type == "cuda" else None)  # fmt: skip
     try:
@@ -260,14 +260,16 @@ def run_rank(spec: CaseSpec, out_dir: Path, scratch: Path | None) -> CaseResult 
         if rank != 0:
             return None
         light = summarize_trace(profiled.trace_path, top=spec.top_ops)
-        return _row(spec, meta, model, device, backend, per_op_us, light, gathered, timings)
+        priced = dispatch.estimate(overhead_events_of_trace(profiled.trace_path), calibration, measured.steps.median_ms,
+                                   measured.steps.iqr_ms)  # fmt: skip
+        return _row(spec, meta, model, device, backend, calibration, priced, light, gathered, timings)
     finally:
         dist.destroy_process_group()
 
 
 def _row(
-    spec: CaseSpec, meta: Any, model: Any, device: torch.device, backend: str, per_op_us: float, light: Any,
-    gathered: list[Any], timings: dict[str, float],
+    spec: CaseSpec, meta: Any, model: Any, device: torch.device, backend: str, calibration: Any, priced: Any,
+    light: Any, gathered: list[Any], timings: dict[str, float],
 ) -> CaseResult:  # fmt: skip
     """The case's row, on rank 0: the slowest rank's step time, rank 0's profile, every rank's figures."""
     ranks = [figures for figures, *_ in gathered]
@@ -287,7 +289,7 @@ def _row(
         overlap_pct=overlap,
         comm_overlaps_backward=overlap >= OVERLAP_THRESHOLD_PCT,
     )
-    fraction = dispatch.overhead_fraction(light.ops_per_step, per_op_us, steps.median_ms)
+    fraction = priced.fraction  # rank 0's profile, priced per event (torchbenchmark.dispatch)
     if light.gpu_busy_fraction is not None:
         fraction = 1.0 - light.gpu_busy_fraction
     batch = model.batch_size(spec.mode) if callable(getattr(model, "batch_size", None)) else spec.batch_size
@@ -298,7 +300,8 @@ def _row(
         light_distortion_pct=relative_change_pct(gathered[0][3], gathered[0][2].steps.median_ms),
         edge_distortion_pct=measured.edge_distortion_pct,
         phases_pct=light.phases_pct if meta.annotated else None,
-        dispatch=Dispatch(dispatch.verdict(fraction), fraction, light.ops_per_step, light.median_op_us, per_op_us),
+        dispatch=Dispatch(dispatch.verdict(fraction), min(1.0, fraction), light.ops_per_step, light.median_op_us,
+                          calibration.prices.call_us, overhead_fraction_uncapped=fraction),  # fmt: skip
         gpu_busy_pct=None if light.gpu_busy_fraction is None else 100.0 * light.gpu_busy_fraction,
         top_ops=light.top_ops,
         traces={"light": ranks[0].trace, "detailed": None},
