@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from torchbenchmark import list_models
+from torchbenchmark import dispatch, list_models
 from torchbenchmark.spec import Budget
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,8 +40,10 @@ def test_sweep_exits_zero_and_writes_both_summaries(sweep) -> None:
     for row in rows.values():
         assert row["status"] == "ok" and row["model"] == "tiny_mlp" and row["device"] == "cpu"
         assert row["step_time_ms"]["n"] == 5 and row["step_time_ms"]["median"] > 0
-        # A few tiny matmuls: all but free arithmetic, so the per-op cost is the step.
-        assert row["dispatch"]["verdict"] == "dispatch-bound", row["dispatch"]
+        # The verdict follows from the row's own overhead share. Which verdict a five-step sweep of a tiny
+        # model gets depends on the machine's load; tests/test_dispatch.py pins verdicts on models built for it.
+        fraction = row["dispatch"]["overhead_fraction_uncapped"]
+        assert fraction > 0 and row["dispatch"]["verdict"] == dispatch.verdict(fraction), row["dispatch"]
     text = (out / "summary.txt").read_text()
     assert "tiny_mlp" in text and "ms/step" in text
 
