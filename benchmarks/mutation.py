@@ -78,6 +78,7 @@ EQUIVALENT: dict[str, str] = {
     f"{_S}x_significant__mutmut_10": "abs(value) > 1e-4: at exactly 1e-4 both branches print 0.0001",
     f"{_S}x_render_text__mutmut_61": "the run column's numeric None for False: only its truth is read",
     f"{_S}x_significant__mutmut_16": "rstrip('XX0XX') for rstrip('0'): a formatted number holds no X",
+    f"{_S}x_note__mutmut_15": "(pct_of_peak or 1) > 100 for (... or 0) > 100: a None or 0 share is under 100 either way",
 }
 
 KILLED = {"killed", "timeout", "segfault", "caught by type check"}
