@@ -75,9 +75,8 @@ EQUIVALENT: dict[str, str] = {
         [f"{_S}x_render_columns__mutmut_{n}" for n in (5, 10, 13, 14)],
         "tablefmt None, omitted or an unknown name: tabulate falls back to 'simple', the value given",
     ),
-    f"{_S}x_significant__mutmut_10": "abs(value) > 1e-4: at exactly 1e-4 both branches print 0.0001",
     f"{_S}x_render_text__mutmut_61": "the run column's numeric None for False: only its truth is read",
-    f"{_S}x_significant__mutmut_16": "rstrip('XX0XX') for rstrip('0'): a formatted number holds no X",
+    f"{_S}x_render_comparison__mutmut_14": "the variant column's numeric None for False: only its truth is read",
     f"{_S}x_note__mutmut_15": "(pct_of_peak or 1) > 100 for (... or 0) > 100: a None or 0 share is under 100 either way",
 }
 

@@ -358,3 +358,20 @@ def test_case_to_dict_has_every_field_and_its_notes_as_a_list() -> None:
     assert set(data) == {field.name for field in dataclasses.fields(CaseComparison)}
     assert data["notes"] == ["batch size 4 -> 8"] and isinstance(data["notes"], list)
     assert data["estimate"]["ratio"] == 1.0 and data["call"] == "same"
+
+
+def test_the_comparison_table_shows_a_left_aligned_variant_column_after_the_device_and_closes_with_how_to_read_it() -> None:
+    from torchbenchmark.summary import render_comparison
+
+    rows = (row("m", [10.0]), dataclasses.replace(row("m", [10.0]), variant="inductor"))
+    text = render_comparison(compare(side(*rows), side(*rows), threshold_pct=2.5))
+    header, _, first, second = text.split("\n\n")[1].splitlines()
+    assert header.split()[:6] == ["call", "model", "mode", "device", "variant", "base"]
+    start = header.index("variant")
+    assert first[start:].startswith("eager ") and second[start:].startswith("inductor ")  # left-aligned under its header
+    assert text.split("\n\n")[2] == (
+        "new/base: ratio of median step times (per-process medians, geometric mean), with its 95% interval; "
+        "n: processes per side.\nslower/faster: past the 2.5% threshold and outside noise "
+        "(the interval excludes 1); same: within the threshold or within noise.\n"
+    )
+    assert "variant" not in render_comparison(compare(side(rows[0]), side(rows[0]))).split("\n\n")[1].splitlines()[0]

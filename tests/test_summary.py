@@ -303,3 +303,4 @@ def test_the_verdict_cell_of_a_comparison_is_blank_when_neither_side_has_one() -
     assert verdict.cell(CaseComparison("m", "eval", "cpu", "eager", "same", base_status="failed", new_status="failed")) == ""
     assert verdict.cell(CaseComparison("m", "eval", "cpu", "eager", "only in new", new_verdict="mixed")) == "mixed"
     assert verdict.cell(CaseComparison("m", "eval", "cpu", "eager", "fixed", new_verdict="mixed")) == "- -> mixed"
+    assert verdict.cell(CaseComparison("m", "eval", "cpu", "eager", "new failure", base_verdict="mixed")) == "mixed -> -"
