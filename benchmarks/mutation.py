@@ -1,12 +1,12 @@
 """Mutation testing of the core modules with mutmut: how many planted bugs the unit tests catch.
 
     pip install -r requirements-dev.txt
-    python benchmarks/mutation.py [stats harness spec dispatch trace_analysis checks summary] [--max-children 2]
+    python benchmarks/mutation.py [stats harness spec dispatch trace_analysis checks summary compare] [--max-children 2]
 
 Each module is mutated in a scratch copy of the tracked tree and its mutants run only against the test
 files mapped to it in ``TESTS`` (mutmut further narrows each mutant to the tests that reach its function),
-so a run stays within minutes on two cores. A module not in ``TESTS`` (the compare statistics, once they
-land) is added by naming it and its test files there. Prints each module's score and every surviving
+so a run stays within minutes on two cores. A module not in ``TESTS`` is added by naming it and its
+test files there. Prints each module's score and every surviving
 mutant's diff; ``EQUIVALENT`` names the mutants that cannot change behaviour, and why, and the score
 leaves them out. Not part of CI's run: it takes minutes, and mutmut is a development requirement only.
 """

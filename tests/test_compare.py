@@ -169,7 +169,8 @@ H1 = 1.96 * PROCESS_NOISE_FLOOR * math.sqrt(1 / 1 + 1 / 1)  # the floor's half-w
 
 @pytest.mark.parametrize(
     ("df", "quantile"),
-    [(-1, 1.96), (0, 1.96), (1, 12.706), (2, 4.303), (5, 2.571), (11, 2.228), (12, 2.179), (29, 2.06), (30, 2.042), (31, 1.96), (100, 1.96)],
+    [(-1, 1.96), (0, 1.96), (1, 12.706), (2, 4.303), (5, 2.571), (11, 2.228), (12, 2.179), (29, 2.06), (30, 2.042),
+     (31, 1.96), (100, 1.96)],
 )
 def test_t95_reads_the_table_at_or_below_df_and_the_normal_beyond_30(df: int, quantile: float) -> None:
     assert t95(df) == quantile
