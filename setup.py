@@ -17,6 +17,7 @@ setup(
         "numpy>=1.24",
         "tabulate>=0.9",
         "tqdm>=4.60",
+        "matplotlib>=3.8",
     ],
-    extras_require={"test": ["pytest>=7"], "dev": ["pytest>=7", "mutmut>=3.8"]},
+    extras_require={"notebook": ["pandas>=2"], "test": ["pytest>=7", "pandas>=2"], "dev": ["pytest>=7", "mutmut>=3.8"]},
 )

@@ -188,7 +188,7 @@ def test_run_sweep_makes_a_failed_row_of_each_unusable_name(place: Place) -> Non
     for model, message in BAD_NAMES.items():
         assert rows[model].status == "failed" and message in rows[model].error, rows[model]
     assert {(m, "train") for m in BAD_NAMES} == set(place.rows())
-    assert sorted(p.name for p in place.out.iterdir()) == [".torchbenchmark.lock", "runs", "summary.json", "summary.txt"]
+    assert sorted(p.name for p in place.out.iterdir()) == [".torchbenchmark.lock", "report.html", "runs", "summary.json", "summary.txt"]
     place.check_contained()
 
 

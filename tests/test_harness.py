@@ -124,8 +124,8 @@ def test_timed_call_is_the_whole_call_including_its_entry(clock: FakeClock) -> N
 @pytest.mark.parametrize(
     ("step_ms", "calls"),
     [
-        (1, [1, 3, 3]),  # a first step alone, then calls of a window's steps until two windows agree
-        (100, [1, 2, 2, 2]),  # calls kept to about 0.25 s, so warmup stops soon after it is steady
+        (1, [1, 1, 3, 3]),  # the first step alone, the second (it sizes the window), then a window's steps per call
+        (100, [1, 1, 2, 2, 2]),  # calls kept to about 0.25 s, so warmup stops soon after it is steady
         (300, [1] * 7),  # one step per call once a step takes over 0.25 s
         (1300, [1] * 7),  # two windows of 3 steps of 1.3 s fit in 8 s
         (1333.333334, [1] * 5),  # two windows of 3 would not fit in 8 s: windows of 2
@@ -146,10 +146,10 @@ def test_warmup_compares_steps_after_the_first_at_the_budgets_tolerance(clock: F
 
     model = Paced(clock, step_ms)
     assert warm_up(model, "eval", Budget(warmup_tolerance=0.1), sync=lambda: None)[1] is True
-    assert model.calls == [1, 3, 3]  # 10 against 11: within 10%
+    assert model.calls == [1, 1, 3, 3]  # 10 against 11: within 10%
     model = Paced(clock, step_ms)
     assert warm_up(model, "eval", Budget(), sync=lambda: None)[1] is True
-    assert model.calls == [1, 3, 3, 3]  # not within 5%: one more window of 11 ms steps
+    assert model.calls == [1, 1, 3, 3, 3]  # not within 5%: one more window of 11 ms steps
 
 
 def test_warmup_gives_up_at_its_time_budget(clock: FakeClock) -> None:
@@ -213,23 +213,23 @@ def test_closest_pair_keeps_the_two_windows_that_agree_and_drops_the_odd_one() -
 def test_characterise_on_a_paced_model(clock: FakeClock) -> None:
     model = Paced(clock, constant(10), edge_ms=2)
     result = characterise(model, "eval", Budget(measure_s=0.1), torch.device("cpu"))
-    # Warmup: 1 + 3 + 3 steps; windows of ceil(0.1 s / 10 ms) = 10 (+1) steps; 3 whole niter=1 calls.
-    assert model.calls == [1, 3, 3, 11, 11, 1, 1, 1]
-    assert (result.warmup_steps, result.steady) == (7, True)
+    # Warmup: 1 + 1 + 3 + 3 steps; windows of ceil(0.1 s / 10 ms) = 10 (+1) steps; 3 whole niter=1 calls.
+    assert model.calls == [1, 1, 3, 3, 11, 11, 1, 1, 1]
+    assert (result.warmup_steps, result.steady) == (8, True)
     assert result.steps.times_ms == (10.0,) * 20
     assert (result.windows, result.window_diff_pct, result.windows_agree) == (2, 0.0, True)
     assert result.window_medians_ms == (10.0, 10.0)
     assert result.edge_ms == pytest.approx(2.0)
     assert result.edge_distortion_pct == pytest.approx(20.0)
-    assert result.warmup_s == pytest.approx(0.012 + 0.032 + 0.032)
+    assert result.warmup_s == pytest.approx(0.012 + 0.012 + 0.032 + 0.032)
     assert result.measure_s == pytest.approx(2 * 0.112 + 3 * 0.012)
 
 
 def test_characterise_flags_windows_that_never_agree_and_keeps_the_closest(clock: FakeClock) -> None:
-    steps = iter([10] * 7 + [10] * 11 + [20] * 11 + [12] * 11 + [10] * 100)
+    steps = iter([10] * 8 + [10] * 11 + [20] * 11 + [12] * 11 + [10] * 100)
     model = Paced(clock, lambda _: next(steps))
     result = characterise(model, "eval", Budget(measure_s=0.1, edge_calls=1), torch.device("cpu"))
-    assert model.calls == [1, 3, 3, 11, 11, 11, 1]
+    assert model.calls == [1, 1, 3, 3, 11, 11, 11, 1]
     assert result.steps.times_ms == (10.0,) * 10 + (12.0,) * 10
     assert (result.windows, result.windows_agree) == (3, False)
     assert result.window_medians_ms == (10.0, 20.0, 12.0)  # every window taken, the odd one too

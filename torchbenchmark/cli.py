@@ -49,7 +49,8 @@ subcommands: 'diagnostics.py compare BASE NEW' compares two runs (see 'compare -
 
 outputs, under --out: runs/<run-id>.json (this run's record: environment, command, a row per case;
 never changed once the run ends), summary.txt and summary.json (the latest row of every case over
-all records, rebuilt after every case: cases not in this run keep their rows), and per model
+all records, rebuilt after every case: cases not in this run keep their rows), report.html (the same as
+a self-contained page with plots, written when the run ends), and per model
 <model>/<mode>-<device>.pt.trace.json.gz (light profile), ...-detailed.pt.trace.json.gz, .top_ops.txt
 and .log. Every path written is checked to lie under --out once links are resolved; nothing is
 written elsewhere. A case's .log is capped at {_mib(LOG_HEAD_BYTES + LOG_TAIL_BYTES)}: its first and last {_mib(LOG_HEAD_BYTES)} are kept, with a
@@ -317,24 +318,34 @@ def build_compare_parser() -> argparse.ArgumentParser:
     parser.add_argument("--threshold", type=_percent, default=DEFAULT_THRESHOLD_PCT,
                         help=f"smallest change in %% called faster or slower (default: {DEFAULT_THRESHOLD_PCT:g})")  # fmt: skip
     parser.add_argument("--json", metavar="FILE", type=Path, help="also write the comparison as JSON")
+    parser.add_argument("--html", metavar="FILE", type=Path, help="also write the comparison as a self-contained HTML page")
     return parser
 
 
-def run_compare(base: str | Path, new: str | Path, threshold_pct: float, json_path: Path | None) -> int:
-    """Compare, print the table, write --json; a usage error for unreadable input or nothing in common."""
+def run_compare(
+    base: str | Path, new: str | Path, threshold_pct: float, json_path: Path | None, html_path: Path | None = None
+) -> int:
+    """Compare, print the table, write --json and --html; a usage error for unreadable input or nothing in common."""
     from torchbenchmark.compare import compare
-    from torchbenchmark.storage import StorageError, dumps, write_atomic
+    from torchbenchmark.storage import StorageError, dumps, load_summary, write_atomic
     from torchbenchmark.summary import render_comparison
 
-    if json_path is not None:
-        check_new_file(json_path, "--json")
+    for path, flag in ((json_path, "--json"), (html_path, "--html")):
+        if path is not None:
+            check_new_file(path, flag)
     try:
-        comparison = compare(base, new, threshold_pct)
+        sides = load_summary(base), load_summary(new)
+        comparison = compare(*sides, threshold_pct)
     except (StorageError, ValueError) as error:
         raise UsageError(str(error)) from None
     print(render_comparison(comparison), end="")
     if json_path is not None:
         write_atomic(json_path, dumps(comparison.to_dict()))
+    if html_path is not None:
+        from torchbenchmark.report import render_comparison_report
+
+        write_atomic(html_path, render_comparison_report(comparison, *sides))
+        print(f"page: {html_path}", file=sys.stderr)
     return comparison.exit_status
 
 
@@ -356,7 +367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return check_cli.main(argv[1:])
         if argv[:1] == ["compare"]:
             compare_args = build_compare_parser().parse_args(argv[1:])
-            return run_compare(compare_args.base, compare_args.new, compare_args.threshold, compare_args.json)
+            return run_compare(compare_args.base, compare_args.new, compare_args.threshold, compare_args.json, compare_args.html)
         args = build_parser().parse_args(argv)
         import_timeout_s = min(IMPORT_TIMEOUT_S, args.timeout)
         if args.list:
@@ -452,6 +463,8 @@ def _sweep(args: argparse.Namespace, models: list[str], modes: list[str], device
         print(untrustworthy, file=sys.stderr)
     print(f"summary: {out_dir / 'summary.txt'} and {out_dir / 'summary.json'}; this run's record: {outcome.record}",
           file=sys.stderr)  # fmt: skip
+    if outcome.report is not None:
+        print(f"report: {outcome.report} (one self-contained page: open it in a browser)", file=sys.stderr)
     if args.baseline and outcome.interrupted_by is None:
         print(f"\ncompared with {args.baseline}:", file=sys.stderr)
         gate = run_compare(args.baseline, out_dir, args.threshold, None)

@@ -126,6 +126,14 @@ class CaseComparison:
         data["notes"] = list(self.notes)
         return data
 
+    def record(self) -> dict[str, Any]:
+        """Flat: the estimate's fields as columns of their own, the notes as one string."""
+        data = {key: value for key, value in self.to_dict().items() if key != "estimate"}
+        estimate = self.estimate
+        data.update(ratio=estimate.ratio if estimate else None, low=estimate.low if estimate else None,
+                    high=estimate.high if estimate else None, notes="; ".join(self.notes))  # fmt: skip
+        return data
+
 
 @dataclasses.dataclass(frozen=True)
 class Comparison:
@@ -155,6 +163,18 @@ class Comparison:
     def __repr__(self) -> str:
         tally = ", ".join(f"{n} {call}" for call, n in self.counts().items()) or "nothing compared"
         return f"Comparison({self.base} -> {self.new}: {tally})"
+
+    def _repr_html_(self) -> str:
+        """The comparison page's content in a notebook: regressions first, the ratio intervals drawn."""
+        from torchbenchmark import report  # the renderer sits above compare: imported on use
+
+        return report.notebook_html(report.comparison_body(self))
+
+    def to_dataframe(self) -> Any:
+        """One row per case: its call, both sides' figures and the ratio's interval (needs pandas)."""
+        from torchbenchmark.frames import dataframe
+
+        return dataframe(case.record() for case in self.cases)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -114,7 +114,10 @@ def warm_up(model: Any, mode: str, budget: Budget, sync: Callable[[], None]) -> 
     """Run steps until the step time is steady or ``budget.warmup_s`` is spent; returns their durations."""
     timer = StepTimer(sync)
     deadline = time.perf_counter_ns() + int(budget.warmup_s * 1e9)
-    timed_call(model, mode, 2, timer)
+    timed_call(model, mode, 1, timer)  # the first step creates lazy state and is never typical
+    if time.perf_counter_ns() >= deadline:  # a step longer than the whole budget: no window fits
+        return timer.durations_ns, False
+    timed_call(model, mode, 1, timer)  # the second sizes the window
     window = warmup_window(budget, timer.durations_ns)
     steady = False
     while not steady and time.perf_counter_ns() < deadline:

@@ -27,6 +27,7 @@ SCHEMA_VERSION = 2  # 1 was the summary.json of earlier versions: no records, no
 RUNS_DIR = "runs"
 SUMMARY_JSON = "summary.json"
 SUMMARY_TXT = "summary.txt"
+REPORT_HTML = "report.html"  # a page drawn from the summary view: see torchbenchmark.report
 RUN_STATES = ("running", "complete", "interrupted")  # a "running" record whose sweep died stays so
 
 
@@ -103,6 +104,18 @@ class Summary:
             counts[row.status] = counts.get(row.status, 0) + 1
         tally = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no rows"
         return f"Summary({self.source}: {len(self.rows)} {'case' if len(self.rows) == 1 else 'cases'}, {tally})"
+
+    def _repr_html_(self) -> str:
+        """The report's content in a notebook: the same sections and plots as OUT/report.html."""
+        from torchbenchmark import report  # the renderer sits above storage: imported on use
+
+        return report.notebook_html(report.summary_body(self))
+
+    def to_dataframe(self) -> Any:
+        """One row per case, a column per figure (pandas, which is not a requirement, must be installed)."""
+        from torchbenchmark.frames import case_record, dataframe
+
+        return dataframe(case_record(row) for row in sort_rows(self.rows))
 
     def to_dict(self) -> dict[str, Any]:
         return {

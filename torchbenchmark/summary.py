@@ -7,6 +7,7 @@ a row gives its cell. Storage (records, the summary view, atomic writes) lives i
 from __future__ import annotations
 
 import dataclasses
+import html
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -31,6 +32,7 @@ class Column:
     header: str
     cell: Callable[[CaseResult], str]
     numeric: bool = True
+    html: Callable[[Any], str] | None = None  # the cell as HTML (links); None: the text cell, escaped
 
 
 def _phases(result: CaseResult) -> str:
@@ -129,6 +131,24 @@ def render_columns(columns: Sequence[Column], rows: Iterable[Any]) -> str:
         colalign=["right" if column.numeric else "left" for column in columns],
         disable_numparse=True,
     )
+
+
+def render_columns_html(columns: Sequence[Column], rows: Iterable[Any], row_id: Callable[[Any], str] | None = None) -> str:
+    """The same table as an HTML ``<table class="sortable">``; a numeric column's cells are right-aligned."""
+
+    def kind(column: Column) -> str:
+        return ' class="num"' if column.numeric else ""
+
+    def cell(column: Column, row: Any) -> str:
+        content = column.html(row) if column.html else html.escape(column.cell(row))
+        return f"<td{kind(column)}>{content}</td>"
+
+    head = "".join(f'<th{kind(c)} scope="col">{html.escape(c.header)}</th>' for c in columns)
+    body = []
+    for row in rows:
+        anchor = f' id="{html.escape(row_id(row))}"' if row_id else ""
+        body.append(f"<tr{anchor}>" + "".join(cell(column, row) for column in columns) + "</tr>")
+    return f'<table class="sortable">\n<thead><tr>{head}</tr></thead>\n<tbody>\n' + "\n".join(body) + "\n</tbody>\n</table>"
 
 
 def summary_columns(results: Sequence[CaseResult], run_column: Column | None = None) -> list[Column]:

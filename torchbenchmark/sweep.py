@@ -16,6 +16,7 @@ import datetime
 import fcntl
 import importlib.machinery
 import json
+import logging
 import math
 import os
 import re
@@ -42,6 +43,7 @@ from torchbenchmark.spec import Budget, CaseSpec, Compile
 from torchbenchmark.summary import render_summary_json, render_text
 
 LOCK_NAME = ".torchbenchmark.lock"
+logger = logging.getLogger(__name__)
 OUT_OF_MEMORY_KILL = "killed by SIGKILL: the system may have run out of memory; try a smaller --batch-size"
 
 
@@ -103,6 +105,7 @@ class SweepOutcome:
     interrupted_by: int | None = None  # the signal that stopped the sweep, if one did
     run_id: str | None = None
     record: Path | None = None  # the run record written
+    report: Path | None = None  # OUT/report.html, None when it could not be written (a warning says why)
     summary_error: str | None = None  # why the record or summary could not be written, if it could not
 
     @property
@@ -176,6 +179,7 @@ def run_sweep(
         done: dict[tuple[str, str, str], CaseResult] = {}  # (name, mode, variant) -> this run's row
         progress = _Progress(len(cases) * options.repeat, enabled=options.progress)
 
+        report: Path | None = None
         write_error: list[str] = []  # the last failed write of the record or summary, reported once
 
         def save(state: str = "running", not_run: tuple[tuple[str, ...], ...] = (), **extra: Any) -> None:
@@ -190,7 +194,7 @@ def run_sweep(
                 write_error.clear()
 
         def _save(state: str = "running", not_run: tuple[tuple[str, ...], ...] = (), **extra: Any) -> None:
-            nonlocal record
+            nonlocal record, report
             ended = None if state == "running" else datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
             rows = tuple(dataclasses.replace(row, run_id=record.run_id) for row in done.values())
             record = dataclasses.replace(record, rows=rows, state=state, ended_at=ended, not_run=not_run,
@@ -199,6 +203,8 @@ def run_sweep(
             view = storage.summary_of_records([*earlier, record], str(out_dir))
             storage.write_atomic(out_dir / storage.SUMMARY_JSON, render_summary_json(view))
             storage.write_atomic(out_dir / storage.SUMMARY_TXT, render_text(view, record.run_id))
+            if state != "running":  # the page takes seconds to draw: once, when the run ends
+                report = write_report(out_dir, view)
 
         save()
         try:
@@ -226,12 +232,25 @@ def run_sweep(
             save("interrupted", not_run, interrupted_by=reason)
             return SweepOutcome(tuple(done.values()), interrupted_by=int(signum), run_id=record.run_id,
                                 record=out_dir / storage.RUNS_DIR / f"{record.run_id}.json",
-                                summary_error=(write_error or [None])[0])  # fmt: skip
+                                summary_error=(write_error or [None])[0], report=report)  # fmt: skip
         finally:
             progress.close()
         save("complete")
     return SweepOutcome(tuple(done.values()), run_id=record.run_id, record=out_dir / storage.RUNS_DIR / f"{record.run_id}.json",
-                        summary_error=(write_error or [None])[0])  # fmt: skip
+                        summary_error=(write_error or [None])[0], report=report)  # fmt: skip
+
+
+def write_report(out_dir: Path, view: storage.Summary) -> Path | None:
+    """OUT/report.html from the summary view; a page that cannot be drawn is a warning, never a lost sweep."""
+    try:
+        from torchbenchmark.report import render_report
+
+        path = out_dir / storage.REPORT_HTML
+        storage.write_atomic(path, render_report(view))
+        return path
+    except Exception as error:  # noqa: BLE001 - the records and summary are written; the page is a view of them
+        logger.warning("report.html not written: %s: %s", type(error).__name__, error)
+        return None
 
 
 def _checked_arguments(
@@ -285,7 +304,7 @@ def _prepare_out_dir(out_dir: Path) -> None:
         raise OutputUnusable(f"{out_dir}: cannot create the output folder: {error.strerror or error}") from None
     if not out_dir.is_dir():
         raise OutputUnusable(f"{out_dir}: exists and is not a folder")
-    for name in (storage.SUMMARY_JSON, storage.SUMMARY_TXT, LOCK_NAME):
+    for name in (storage.SUMMARY_JSON, storage.SUMMARY_TXT, storage.REPORT_HTML, LOCK_NAME):
         path = out_dir / name
         if path.is_symlink() or (path.exists() and not path.is_file()):
             raise OutputUnusable(f"{path}: is not a file this tool wrote; move it away or choose another --out")

@@ -1,0 +1,385 @@
+"""The report page: written after a sweep, self-contained, every case and its plots, the comparison page,
+the notebook view, the page's structure pinned, and the page loaded in a real browser."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from torchbenchmark import report, sweep
+from torchbenchmark.compare import compare
+from torchbenchmark.results import CaseResult, CompileReport, Costs, Dispatch, GraphBreak, Samples, StepTime, TopOp
+from torchbenchmark.storage import RunRecord, Summary, load_summary, summary_of_records
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = ROOT / "tests"
+MODELS = ",".join([
+    f"{TESTS / 'tiny_models.py'}:TinyMLP",
+    f"{TESTS / 'faulty_models.py'}:RaisesInTrain",
+])  # fmt: skip
+REFERENCE = ROOT / "benchmarks" / "reference" / "summary.json"
+MAX_PAGE_BYTES = 3_000_000
+
+
+def diagnostics(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(ROOT / "diagnostics.py"), *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=900)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    out = tmp_path_factory.mktemp("out")
+    done = diagnostics("--models", MODELS, "--out", str(out), "--device", "cpu", "--steps", "3", "--no-detailed",
+                       "--no-progress", "--timeout", "300")  # fmt: skip
+    return done, out
+
+
+class Page(HTMLParser):
+    """What a test needs of a page: its tags with their attributes, its outline and its text."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str]]] = []
+        self.outline: list[str] = []  # "section#id", "h2 text", "article#id": the page's skeleton in order
+        self.styles: list[str] = []
+        self._heading: str | None = None
+        self._in_style = False
+        self.feed(text)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = {name: value or "" for name, value in attrs}
+        self.tags.append((tag, attributes))
+        if tag in ("section", "article"):
+            self.outline.append(f"{tag}#{attributes.get('id', '')}")
+        elif tag in ("h1", "h2"):
+            self._heading = ""
+        self._in_style = tag == "style"
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("h1", "h2") and self._heading is not None:
+            self.outline.append(f"{tag} {self._heading.strip()}")
+            self._heading = None
+        self._in_style = False
+
+    def handle_data(self, data: str) -> None:
+        if self._heading is not None:
+            self._heading += data
+        if self._in_style:
+            self.styles.append(data)
+
+    def ids(self) -> set[str]:
+        return {attributes["id"] for _, attributes in self.tags if "id" in attributes}
+
+    def svgs(self) -> int:
+        return sum(tag == "svg" for tag, _ in self.tags)
+
+
+def network_references(text: str) -> list[str]:
+    """Everything in a page a browser would fetch from elsewhere: links, sources, imports, fonts, urls."""
+    page = Page(text)
+    found = []
+    for tag, attributes in page.tags:
+        if tag == "link" or (tag == "script" and "src" in attributes):
+            found.append(f"<{tag} {attributes}>")
+        for name in ("src", "href", "xlink:href", "srcset", "data", "poster", "action", "formaction"):
+            value = attributes.get(name, "")
+            if re.match(r"^\s*([a-z][a-z0-9+.-]*:|//)", value, re.I):
+                found.append(f"{tag} {name}={value}")
+        if "url(" in attributes.get("style", "") and not re.fullmatch(r".*url\(#[^)]*\).*", attributes["style"]):
+            found.append(f"{tag} style={attributes['style']}")
+    for style in page.styles:
+        found += re.findall(r"@import[^;]*|@font-face|url\((?!#)[^)]*\)", style)
+    for attribute in re.findall(r'(?:clip-path|fill|mask|filter)="url\(([^)]*)\)"', text):
+        if not attribute.startswith("#"):
+            found.append(f"url({attribute})")
+    return found
+
+
+# After a sweep ---------------------------------------------------------------------------------------
+
+
+def test_a_sweep_writes_its_report(swept) -> None:
+    done, out = swept
+    assert done.returncode == 1, done.stderr  # raises_in_train failed: the sweep says so, and still reports
+    assert (out / "report.html").is_file()
+    assert f"report: {out / 'report.html'}" in done.stderr
+
+
+def test_the_page_is_self_contained(swept) -> None:
+    _, out = swept
+    text = (out / "report.html").read_text(encoding="utf-8")
+    assert network_references(text) == []
+    assert "<script>" in text and "<style>" in text  # inline, not fetched
+
+
+def test_the_network_check_finds_what_it_should() -> None:
+    for bad in ('<link rel="stylesheet" href="x.css">', '<script src="https://cdn.example/x.js"></script>',
+                '<img src="http://example.com/a.png">', "<style>@import 'x.css';</style>",
+                "<style>p { background: url(http://example.com/a.png) }</style>",
+                '<svg><image xlink:href="https://example.com/a.png"/></svg>'):  # fmt: skip
+        assert network_references(f"<html><body>{bad}</body></html>"), bad
+    assert network_references('<a href="#case-x">x</a><a href="m/train-cpu.log">log</a>') == []
+
+
+def test_every_case_is_on_the_page_with_its_plots(swept) -> None:
+    _, out = swept
+    page = Page((out / "report.html").read_text(encoding="utf-8"))
+    rows = [CaseResult.from_dict(row) for row in json.loads((out / "summary.json").read_text())["results"]]
+    assert {(row.model, row.mode) for row in rows} == {
+        (model, mode) for model in ("tiny_mlp", "raises_in_train") for mode in ("train", "eval")
+    }
+    for row in rows:
+        assert report.case_id(row) in page.ids()  # its section
+        assert "row-" + report.case_id(row)[5:] in page.ids()  # its row in the table
+    assert page.svgs() >= 4  # suite map, step time, phases, distortion
+    assert {"map", "step-time", "phases", "distortion", "table", "attention"} <= page.ids()
+
+
+def test_rows_to_read_with_care_come_first_and_name_the_failure(swept) -> None:
+    _, out = swept
+    text = (out / "report.html").read_text(encoding="utf-8")
+    attention = text[text.index('<section id="attention">') :]
+    attention = attention[: attention.index("</section>")]
+    assert "raises_in_train train" in attention and "injected fault in train" in attention
+    assert text.index('id="attention"') < text.index('id="map"')
+
+
+def test_links_to_traces_and_logs_are_relative_and_exist(swept) -> None:
+    _, out = swept
+    page = Page((out / "report.html").read_text(encoding="utf-8"))
+    files = [attributes["href"] for tag, attributes in page.tags if tag == "a" and not attributes.get("href", "#").startswith("#")]
+    assert any(name.endswith(".pt.trace.json.gz") for name in files) and any(name.endswith(".log") for name in files)
+    for name in files:
+        assert not Path(name).is_absolute() and (out / name).is_file(), name
+
+
+def test_a_report_that_cannot_be_drawn_is_a_warning_not_a_lost_sweep(tmp_path, monkeypatch, caplog) -> None:
+    def broken(summary: Summary) -> str:
+        raise RuntimeError("no plots today")
+
+    monkeypatch.setattr(report, "render_report", broken)
+    options = sweep.SweepOptions(out_dir=tmp_path, budget=sweep.Budget(steps=3), detailed=False, progress=False, timeout_s=300)
+    with caplog.at_level(logging.WARNING, logger="torchbenchmark.sweep"):
+        outcome = sweep.run_sweep([f"{TESTS / 'tiny_models.py'}:TinyMLP"], ["eval"], options)
+    assert outcome.exit_status == 0 and outcome.report is None
+    assert (tmp_path / "summary.json").is_file() and not (tmp_path / "report.html").exists()
+    assert "report.html not written: RuntimeError: no plots today" in caplog.text
+
+
+# The full suite ---------------------------------------------------------------------------------------
+
+
+def test_the_full_suite_fits_in_three_megabytes() -> None:
+    summary = load_summary(REFERENCE)
+    text = report.render_report(summary)
+    assert len(text.encode("utf-8")) <= MAX_PAGE_BYTES
+    page = Page(text)
+    assert len(summary.rows) == 62 and all(report.case_id(row) in page.ids() for row in summary.rows)
+    assert network_references(text) == []
+
+
+# The page's structure, pinned -------------------------------------------------------------------------
+
+ENV = {"host": "box", "cpu": "Test CPU", "cpu_count": 2, "device_name": "Test CPU", "torch": "2.14.1",
+       "started_at": "2026-11-30T03:00:00+00:00", "command": "diagnostics.py --models all"}  # fmt: skip
+
+
+def ok_row(model: str, mode: str, ms: float, overhead: float, verdict: str, **fields: object) -> CaseResult:
+    figures = dict(
+        batch_size=4, family="test", step_time=StepTime(ms, ms / 20, ms * 0.9, 30), light_distortion_pct=2.0,
+        detailed_distortion_pct=40.0, edge_distortion_pct=0.5,
+        phases_pct={"forward": 30.0, "backward": 50.0, "optimizer": 15.0} if mode == "train" else None,
+        dispatch=Dispatch(verdict, overhead, 120, 3.0, 1.1), top_ops=(TopOp("aten::mm", ms / 2, 3, 50.0),),
+        traces={"light": f"{model}/{mode}-cpu.pt.trace.json.gz", "detailed": None}, log=f"{model}/{mode}-cpu.log",
+        steady=True, windows_agree=True, window_diff_pct=1.0, windows=2, samples=Samples((ms,), ((ms,),)),
+    )  # fmt: skip
+    return CaseResult(model=model, mode=mode, device="cpu", status="ok", **{**figures, **fields})
+
+
+def golden_summary() -> Summary:
+    rows = (
+        ok_row("convnet", "train", 300.0, 0.01, "compute-bound"),
+        ok_row("convnet", "eval", 100.0, 0.02, "compute-bound", windows_agree=False, window_diff_pct=12.0),
+        ok_row("convnet", "train", 150.0, 0.01, "compute-bound", variant="inductor", speedup_vs_eager=2.0,
+               compile=CompileReport("inductor", "default", 12.5, 2, 1, (GraphBreak("data-dependent branch", "net.py:12", 3),), 0),
+               costs=Costs(3_000_000_000, {"matmul": 3_000_000_000}, None, 20.0, 12.5, "kernels", 512.0, 100.0, "profiler", None, 26.7)),
+        ok_row("tiny_rl", "eval", 0.2, 0.7, "dispatch-bound"),
+        CaseResult(model="broken", mode="train", device="cpu", status="failed", error="RuntimeError: boom", log="broken/train-cpu.log"),
+    )  # fmt: skip
+    return summary_of_records([RunRecord("20261130T030000.000000Z-abcd", ENV, ENV["command"], rows)], "golden")
+
+
+GOLDEN_OUTLINE = [
+    "h1 torchbenchmark report",
+    "section#environment", "h2 Environment and runs",
+    "section#attention", "h2 Rows to read with care",
+    "section#map", "h2 Suite map",
+    "section#step-time", "h2 Step time and its spread",
+    "section#phases", "h2 Forward, backward and optimizer",
+    "section#distortion", "h2 Profiler distortion",
+    "section#speedup", "h2 Compiled speedup",
+    "section#table", "h2 Every row",
+    "section#cases", "h2 Cases",
+    "article#case-broken-train-cpu-eager",
+    "article#case-convnet-eval-cpu-eager",
+    "article#case-convnet-train-cpu-eager",
+    "article#case-convnet-train-cpu-inductor",
+    "article#case-tiny_rl-eval-cpu-eager",
+]  # fmt: skip
+
+
+def test_the_page_structure_is_pinned() -> None:
+    page = Page(report.render_report(golden_summary()))
+    assert page.outline == GOLDEN_OUTLINE
+    assert page.svgs() == 5  # map, step time, phases, distortion, speedup
+
+
+def test_the_golden_page_flags_what_it_should_and_shows_extra_figures() -> None:
+    text = report.render_report(golden_summary())
+    attention = text[text.index('id="attention"') : text.index('id="map"')]
+    assert "broken train" in attention and "RuntimeError: boom" in attention
+    assert "convnet eval" in attention and "noisy: windows 12% apart" in attention
+    assert "tiny_rl" not in attention and "convnet train cpu</a>" not in attention
+    assert "speedup vs eager (x)" in text and "2.00" in text  # figures only some rows have, shown when present
+    assert "12.5 s to compile, 2 graphs, 1 graph breaks" in text and "data-dependent branch at net.py:12" in text
+    assert "peak memory MB</dt><dd>512" in text and "GFLOP/step</dt><dd>3.00" in text and "compute limit</dt><dd>kernels" in text
+
+
+def test_a_run_where_nothing_ran_ok_still_gets_its_page() -> None:
+    failed = CaseResult(model="broken", mode="train", device="cpu", status="failed", error="RuntimeError: boom")
+    page = Page(report.render_report(summary_of_records([RunRecord("r", ENV, None, (failed,))], "failed")))
+    assert page.svgs() == 0 and report.case_id(failed) in page.ids()
+    assert [entry for entry in page.outline if entry.startswith("section")] == [
+        entry for entry in GOLDEN_OUTLINE if entry.startswith("section") and entry != "section#speedup"]  # fmt: skip
+
+
+# The comparison page ----------------------------------------------------------------------------------
+
+
+def write_side(path: Path, *rows: CaseResult) -> Path:
+    path.write_text(json.dumps(RunRecord(path.stem, ENV, None, rows).to_dict()))
+    return path
+
+
+def test_compare_html_writes_the_comparison_page_regressions_first(tmp_path) -> None:
+    slow = [ok_row("convnet", "train", 300.0, 0.01, "compute-bound", samples=Samples((300.0,) * 3, ())),
+            ok_row("tiny_rl", "eval", 0.2, 0.7, "dispatch-bound", samples=Samples((0.2,) * 3, ()))]  # fmt: skip
+    fast = [ok_row("convnet", "train", 300.0, 0.01, "compute-bound", samples=Samples((300.0,) * 3, ())),
+            ok_row("tiny_rl", "eval", 0.26, 0.7, "dispatch-bound", samples=Samples((0.26,) * 3, ()))]  # fmt: skip
+    base, new = write_side(tmp_path / "base.json", *slow), write_side(tmp_path / "new.json", *fast)
+    done = diagnostics("compare", str(base), str(new), "--html", str(tmp_path / "cmp.html"))
+    assert done.returncode == 1, done.stderr
+    text = (tmp_path / "cmp.html").read_text(encoding="utf-8")
+    assert network_references(text) == []
+    page = Page(text)
+    assert [entry for entry in page.outline if entry.startswith("section")] == [
+        "section#verdict", "section#ratios", "section#cases", "section#environments"]  # fmt: skip
+    assert page.svgs() == 1
+    body = text[text.index("<tbody>") :]
+    assert body.index("tiny_rl") < body.index("convnet")  # the regression first
+    assert "1.300" in body and ">slower<" in body
+
+
+def test_compare_html_to_an_unwritable_place_is_a_usage_error(tmp_path) -> None:
+    side = write_side(tmp_path / "side.json", ok_row("convnet", "train", 300.0, 0.01, "compute-bound"))
+    done = diagnostics("compare", str(side), str(side), "--html", str(tmp_path / "no" / "such" / "page.html"))
+    assert done.returncode == 2 and "--html" in done.stderr
+
+
+# The notebook view -------------------------------------------------------------------------------------
+
+
+def test_a_summary_renders_in_a_notebook_with_the_same_plots() -> None:
+    summary = golden_summary()
+    fragment = summary._repr_html_()
+    page = Page(fragment)
+    assert "<html" not in fragment and "<style>" in fragment
+    assert page.svgs() == Page(report.render_report(summary)).svgs()
+    assert all(report.case_id(row) in page.ids() for row in summary.rows)
+
+
+def test_a_comparison_renders_in_a_notebook() -> None:
+    base = summary_of_records([RunRecord("a", ENV, None, (ok_row("m", "train", 10.0, 0.1, "compute-bound", samples=Samples((10.0,) * 3, ())),))], "a")
+    new = summary_of_records([RunRecord("b", ENV, None, (ok_row("m", "train", 13.0, 0.1, "compute-bound", samples=Samples((13.0,) * 3, ())),))], "b")
+    fragment = compare(base, new)._repr_html_()
+    assert Page(fragment).svgs() == 1 and "1 regression" in fragment and 'href="#case-m-train-cpu-eager"' in fragment
+
+
+def test_to_dataframe_has_a_row_per_case_and_a_column_per_figure() -> None:
+    import pandas  # in requirements.txt, though not a requirement of the package
+
+    frame = golden_summary().to_dataframe()
+    assert isinstance(frame, pandas.DataFrame) and len(frame) == 5
+    assert {"model", "mode", "variant", "median_ms", "verdict", "overhead_fraction", "speedup_vs_eager",
+            "peak_memory_mb", "flops_per_step"} <= set(frame.columns)  # fmt: skip
+    assert frame.set_index(["model", "mode", "variant"]).loc[("tiny_rl", "eval", "eager"), "median_ms"] == 0.2
+    base = golden_summary()
+    comparison = compare(base, base).to_dataframe()
+    assert len(comparison) == 5 and {"call", "ratio", "low", "high"} <= set(comparison.columns)
+
+
+def test_to_dataframe_without_pandas_says_how_to_get_it(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas now raises ImportError
+    with pytest.raises(ImportError, match="pip install pandas"):
+        golden_summary().to_dataframe()
+
+
+# In a real browser --------------------------------------------------------------------------------------
+
+
+def chromium() -> str:
+    """Debian's chromium; .ci/run installs it, so on CI its absence is a failure, not a skip."""
+    path = shutil.which("chromium")
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed: .ci/run installs it with apt-get")
+        pytest.skip("chromium is not installed (apt-get install chromium); CI installs it")
+    return path
+
+
+def load_in_browser(page: Path, profile: Path, *flags: str) -> tuple[str, list[str]]:
+    """The DOM after headless Chromium loaded ``page``, and every console message it logged."""
+    done = subprocess.run(
+        [chromium(), "--headless", "--disable-gpu", "--no-sandbox", f"--user-data-dir={profile}", "--enable-logging=stderr",
+         "--v=0", "--hide-scrollbars", *flags, page.resolve().as_uri()],
+        capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout, [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+
+
+def test_the_console_check_catches_a_script_error(tmp_path) -> None:
+    broken = tmp_path / "broken.html"
+    broken.write_text("<!DOCTYPE html><html><body><script>noSuchFunction();</script></body></html>")
+    _, console = load_in_browser(broken, tmp_path / "profile", "--dump-dom")
+    assert any("noSuchFunction" in line for line in console)
+
+
+def test_chromium_loads_the_report_with_no_console_errors(swept, tmp_path) -> None:
+    _, out = swept
+    dom, console = load_in_browser(out / "report.html", tmp_path / "profile", "--dump-dom")
+    assert console == []
+    assert 'title="click to sort"' in dom  # the sorting script ran
+    rows = json.loads((out / "summary.json").read_text())["results"]
+    assert all(report.case_id(CaseResult.from_dict(row)) in dom for row in rows)
+    assert dom.count("<svg") >= 4
+    shot = tmp_path / "report.png"
+    _, console = load_in_browser(out / "report.html", tmp_path / "profile2", f"--screenshot={shot}", "--window-size=1280,1600")
+    assert console == [] and shot.stat().st_size > 10_000 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_chromium_loads_the_comparison_page_with_no_console_errors(swept, tmp_path) -> None:
+    _, out = swept
+    done = diagnostics("compare", str(out), str(out), "--html", str(tmp_path / "cmp.html"))
+    assert done.returncode == 0, done.stderr
+    dom, console = load_in_browser(tmp_path / "cmp.html", tmp_path / "profile", "--dump-dom")
+    assert console == [] and 'title="click to sort"' in dom
