@@ -376,3 +376,24 @@ def test_the_comparison_table_shows_a_left_aligned_variant_column_after_the_devi
         "(the interval excludes 1); same: within the threshold or within noise.\n"
     )
     assert "variant" not in render_comparison(compare(side(rows[0]), side(rows[0]))).split("\n\n")[1].splitlines()[0]
+
+
+def test_a_case_record_is_flat_with_the_estimate_as_columns_and_the_notes_as_one_string() -> None:
+    slower = call(ok(medians=(10.0,) * 3), ok(medians=(12.0,) * 3, verdict="mixed", batch_size=8))
+    record = slower.record()
+    assert set(record) == {field.name for field in dataclasses.fields(CaseComparison)} - {"estimate"} | {"ratio", "low", "high"}
+    assert (record["ratio"], record["low"], record["high"]) == (slower.estimate.ratio, slower.estimate.low, slower.estimate.high)
+    assert record["notes"] == "batch size 4 -> 8; verdict compute-bound -> mixed" and record["call"] == "slower"
+    unmeasured = call(ok(), ok()).record()
+    assert (unmeasured["ratio"], unmeasured["low"], unmeasured["high"], unmeasured["notes"]) == (None, None, None, "no step times")
+
+
+def test_a_comparison_shows_in_a_notebook_and_as_a_dataframe() -> None:
+    from torchbenchmark import report
+
+    comparison = compare(side(row("slow", [10.0] * 3), row("flat", [2.0])), side(row("slow", [12.0] * 3), row("flat", [2.0])))
+    shown = comparison._repr_html_()
+    assert shown.startswith(f"<style>{report.CSS}</style>\n") and "1 slower, 1 same" in shown and 'href="#' in shown
+    frame = comparison.to_dataframe()
+    assert list(frame["model"]) == ["slow", "flat"] and list(frame["call"]) == ["slower", "same"]
+    assert frame["ratio"].iloc[0] == pytest.approx(1.2)

@@ -304,3 +304,18 @@ def test_the_verdict_cell_of_a_comparison_is_blank_when_neither_side_has_one() -
     assert verdict.cell(CaseComparison("m", "eval", "cpu", "eager", "only in new", new_verdict="mixed")) == "mixed"
     assert verdict.cell(CaseComparison("m", "eval", "cpu", "eager", "fixed", new_verdict="mixed")) == "- -> mixed"
     assert verdict.cell(CaseComparison("m", "eval", "cpu", "eager", "new failure", base_verdict="mixed")) == "mixed -> -"
+
+
+def test_the_html_table_escapes_text_cells_right_aligns_numbers_and_anchors_rows() -> None:
+    from torchbenchmark.summary import Column, render_columns_html
+
+    columns = [Column("model <m>", lambda r: r.model, numeric=False), Column("ms", lambda r: "1.00"),
+               Column("link", lambda r: "x", numeric=False, html=lambda r: f'<a href="#{r.model}">go</a>')]  # fmt: skip
+    rows = [ok_row("a&b"), ok_row("c")]
+    assert render_columns_html(columns, rows, row_id=lambda r: f"id-{r.model}") == (
+        '<table class="sortable">\n<thead><tr><th scope="col">model &lt;m&gt;</th><th class="num" scope="col">ms</th>'
+        '<th scope="col">link</th></tr></thead>\n<tbody>\n'
+        '<tr id="id-a&amp;b"><td>a&amp;b</td><td class="num">1.00</td><td><a href="#a&b">go</a></td></tr>\n'
+        '<tr id="id-c"><td>c</td><td class="num">1.00</td><td><a href="#c">go</a></td></tr>\n</tbody>\n</table>'
+    )
+    assert render_columns_html(columns[:1], rows[1:]).splitlines()[3] == "<tr><td>c</td></tr>"
