@@ -1,12 +1,12 @@
 """Mutation testing of the core modules with mutmut: how many planted bugs the unit tests catch.
 
     pip install -r requirements-dev.txt
-    python benchmarks/mutation.py [stats harness spec dispatch trace_analysis checks summary] [--max-children 2]
+    python benchmarks/mutation.py [stats harness spec dispatch trace_analysis checks summary compare] [--max-children 2]
 
 Each module is mutated in a scratch copy of the tracked tree and its mutants run only against the test
 files mapped to it in ``TESTS`` (mutmut further narrows each mutant to the tests that reach its function),
-so a run stays within minutes on two cores. A module not in ``TESTS`` (the compare statistics, once they
-land) is added by naming it and its test files there. Prints each module's score and every surviving
+so a run stays within minutes on two cores. A module not in ``TESTS`` is added by naming it and its
+test files there. Prints each module's score and every surviving
 mutant's diff; ``EQUIVALENT`` names the mutants that cannot change behaviour, and why, and the score
 leaves them out. Not part of CI's run: it takes minutes, and mutmut is a development requirement only.
 """
@@ -75,9 +75,9 @@ EQUIVALENT: dict[str, str] = {
         [f"{_S}x_render_columns__mutmut_{n}" for n in (5, 10, 13, 14)],
         "tablefmt None, omitted or an unknown name: tabulate falls back to 'simple', the value given",
     ),
-    f"{_S}x_significant__mutmut_10": "abs(value) > 1e-4: at exactly 1e-4 both branches print 0.0001",
     f"{_S}x_render_text__mutmut_61": "the run column's numeric None for False: only its truth is read",
-    f"{_S}x_significant__mutmut_16": "rstrip('XX0XX') for rstrip('0'): a formatted number holds no X",
+    f"{_S}x_render_comparison__mutmut_14": "the variant column's numeric None for False: only its truth is read",
+    f"{_S}x_note__mutmut_15": "(pct_of_peak or 1) > 100 for (... or 0) > 100: a None or 0 share is under 100 either way",
 }
 
 KILLED = {"killed", "timeout", "segfault", "caught by type check"}

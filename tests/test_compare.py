@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from torchbenchmark.compare import PROCESS_NOISE_FLOOR, compare, ratio_interval, t95
+from torchbenchmark.compare import PROCESS_NOISE_FLOOR, CaseComparison, Comparison, compare, compare_rows, ratio_interval, t95
 from torchbenchmark.results import CaseResult, Dispatch, Samples, StepTime
 from torchbenchmark.storage import RunRecord, Summary, summary_of_records
 from tests.work_models import WORK_ENV
@@ -160,3 +161,239 @@ def test_to_dict_and_repr_carry_the_calls() -> None:
     assert data["exit_status"] == 1 and data["counts"] == {"slower": 1}
     assert data["cases"][0]["estimate"]["ratio"] == pytest.approx(1.2)
     assert repr(comparison) == "Comparison(side -> side: 1 slower)"
+
+
+# Exact figures at each boundary of the statistics and of each call (benchmarks/mutation.py holds them to it).
+H1 = 1.96 * PROCESS_NOISE_FLOOR * math.sqrt(1 / 1 + 1 / 1)  # the floor's half-width, one process a side
+
+
+@pytest.mark.parametrize(
+    ("df", "quantile"),
+    [(-1, 1.96), (0, 1.96), (1, 12.706), (2, 4.303), (5, 2.571), (11, 2.228), (12, 2.179), (29, 2.06), (30, 2.042),
+     (31, 1.96), (100, 1.96)],
+)
+def test_t95_reads_the_table_at_or_below_df_and_the_normal_beyond_30(df: int, quantile: float) -> None:
+    assert t95(df) == quantile
+
+
+@pytest.mark.parametrize(("base", "new"), [([], [1.0]), ([1.0], []), ([], []), ([1.0], [0.0]), ([0.0, 1.0], [1.0]), ([1.0], [-1.0])])
+def test_ratio_interval_needs_a_positive_time_on_each_side(base: list[float], new: list[float]) -> None:
+    with pytest.raises(ValueError, match=r"^each side needs at least one positive step time$"):
+        ratio_interval(base, new)
+
+
+def test_step_times_under_one_are_measured() -> None:
+    assert ratio_interval([0.5], [0.25]).ratio == pytest.approx(0.5)
+
+
+def test_groups_of_two_processes_give_a_spread_and_groups_of_one_none() -> None:
+    estimate = ratio_interval([10.0, 12.0], [10.0, 12.0])
+    assert estimate.spread == pytest.approx(math.log(1.2) / math.sqrt(2))  # one df a side, pooled
+    assert ratio_interval([10.0], [12.0]).spread == PROCESS_NOISE_FLOOR
+
+
+def test_a_spread_equal_to_the_floor_is_the_samples_own_and_uses_students_t() -> None:
+    base = new = [10.0, 12.0, 8.0]
+    observed = ratio_interval(base, new, noise_floor=0.0).spread
+    estimate = ratio_interval(base, new, noise_floor=observed)
+    assert math.log(estimate.high) == pytest.approx(t95(4) * observed * math.sqrt(2 / 3))
+
+
+def ok(model: str = "m", medians: tuple[float, ...] = (), step_ms: float | None = None, windows: tuple[tuple[float, ...], ...] = (),
+       verdict: str | None = "compute-bound", **fields: object) -> CaseResult:  # fmt: skip
+    """An ok row with exactly the figures given: per-process medians, a step time, window medians, a verdict."""
+    return CaseResult(
+        model=model, mode="train", device="cpu", status="ok",
+        step_time=None if step_ms is None else StepTime(step_ms, 0.1, step_ms, 10),
+        dispatch=None if verdict is None else Dispatch(verdict, 0.1, 10, 1, 1), samples=Samples(medians, windows),
+        **{"batch_size": 4, **fields},
+    )  # fmt: skip
+
+
+def ended(status: str, error: str | None = None, model: str = "m") -> CaseResult:
+    return CaseResult(model=model, mode="train", device="cpu", status=status, batch_size=4, error=error)
+
+
+def call(base: CaseResult, new: CaseResult, threshold_pct: float = 5.0):  # noqa: ANN201
+    return compare_rows(base, new, threshold_pct, ENV, ENV)
+
+
+@pytest.mark.parametrize(
+    ("base", "new", "called", "notes"),
+    [
+        (ended("ok"), ended("failed", "boom"), "new failure", ("boom",)),
+        (ended("skipped"), ended("timeout"), "new failure", ("timeout",)),  # no error: the status says it
+        (ended("timeout"), ended("failed", "boom"), "not compared", ("timeout -> failed",)),
+        (ended("failed", "a"), ended("failed", "b"), "same", ()),
+        (ended("failed"), ended("ok"), "fixed", ()),
+        (ended("skipped"), ended("skipped"), "same", ()),
+        (ended("skipped"), ended("ok"), "not compared", ("skipped -> ok",)),
+        (ended("failed"), ended("skipped"), "not compared", ("failed -> skipped",)),
+    ],
+)
+def test_each_call_of_a_case_that_did_not_end_ok_on_both_sides(base: CaseResult, new: CaseResult, called: str, notes: tuple) -> None:
+    case = call(base, new)
+    assert (case.call, case.notes, case.estimate) == (called, notes, None)
+    assert (case.model, case.base_status, case.new_status) == ("m", base.status, new.status)
+
+
+def test_step_time_stands_in_for_missing_process_medians_and_neither_is_not_compared() -> None:
+    case = call(ok(step_ms=10.0), ok(step_ms=20.0))
+    assert case.call == "slower" and case.estimate.ratio == pytest.approx(2.0) and (case.base_ms, case.new_ms) == (10.0, 20.0)
+    for base, new in ((ok(step_ms=10.0), ok()), (ok(), ok(step_ms=10.0)), (ok(), ok())):
+        case = call(base, new)
+        assert (case.call, case.notes, case.estimate, case.model) == ("not compared", ("no step times",), None, "m")
+        assert (case.base_status, case.new_status) == ("ok", "ok")
+    assert call(ok(step_ms=10.0, batch_size=8), ok()).notes == ("batch size 8 -> 4", "no step times")
+
+
+def test_the_window_spread_of_both_sides_sets_the_floor() -> None:
+    # Base's two windows 20% apart, new's agreeing: pooled over both sides, one df each.
+    case = call(ok(medians=(10.0,), windows=((10.0, 12.0),)), ok(medians=(10.0,), windows=((10.0, 10.0),)))
+    assert case.estimate.spread == pytest.approx(math.log(1.2) / 2)
+    case = call(ok(medians=(10.0,), windows=((10.0, 10.0),)), ok(medians=(10.0,), windows=((12.0, 10.0),)))
+    assert case.estimate.spread == pytest.approx(math.log(1.2) / 2)
+
+
+def test_a_ratio_exactly_at_the_threshold_is_not_past_it() -> None:
+    at = call(ok(medians=(1.0,)), ok(medians=(2.0,)), threshold_pct=100)
+    assert at.estimate.ratio == 2.0 and at.estimate.low > 1.0
+    assert (at.call, at.notes) == ("same", ())
+    assert call(ok(medians=(2.0,)), ok(medians=(1.0,)), threshold_pct=100).estimate.ratio == 0.5
+    assert call(ok(medians=(2.0,)), ok(medians=(1.0,)), threshold_pct=100).call == "same"
+    # Just inside 5%, though the interval excludes 1.
+    assert call(ok(medians=(10.0,) * 3), ok(medians=(10.497,) * 3)).call == "same"
+
+
+def test_an_interval_touching_one_is_within_noise() -> None:
+    slower = call(ok(medians=(1.0,)), ok(medians=(math.exp(H1),)))
+    assert slower.estimate.low == 1.0 and slower.estimate.ratio > 1.05
+    assert (slower.call, slower.notes) == ("same", ("past the threshold but within noise: rerun with --repeat 3",))
+    faster = call(ok(medians=(1.0,)), ok(medians=(math.exp(-H1),)))
+    assert faster.estimate.high == 1.0 and faster.estimate.ratio < 1 / 1.05
+    assert (faster.call, faster.notes) == ("same", ("past the threshold but within noise: rerun with --repeat 3",))
+    assert call(ok(medians=(1.0,)), ok(medians=(0.95,))).call == "same"  # past 5% faster, but the interval reaches 1.004
+
+
+def test_a_verdict_that_changes_is_noted_on_a_slower_or_faster_case_and_called_otherwise() -> None:
+    slower = call(ok(medians=(10.0,) * 3), ok(medians=(12.0,) * 3, verdict="mixed"))
+    assert (slower.call, slower.notes) == ("slower", ("verdict compute-bound -> mixed",))
+    faster = call(ok(medians=(10.0,) * 3, verdict=None), ok(medians=(8.0,) * 3))
+    assert (faster.call, faster.notes) == ("faster", ("verdict None -> compute-bound",))
+    assert call(ok(medians=(10.0,) * 3), ok(medians=(12.0,) * 3)).notes == ()
+    changed = call(ok(medians=(10.0,)), ok(medians=(10.0,), verdict="mixed"))
+    assert (changed.call, changed.notes) == ("verdict changed", ())
+    assert (changed.base_verdict, changed.new_verdict) == ("compute-bound", "mixed")
+
+
+def test_the_threshold_must_be_zero_or_more() -> None:
+    base, new = side(row("m", [10.0] * 3)), side(row("m", [10.4] * 3))
+    assert compare(base, new, threshold_pct=0).cases[0].call == "slower"
+    assert compare(base, new, threshold_pct=0.5).cases[0].call == "slower"
+    for bad in (-1.0, float("nan")):
+        with pytest.raises(ValueError, match=rf"^threshold must be a percentage of 0 or more, got {bad}$"):
+            compare(base, new, threshold_pct=bad)
+
+
+def test_compare_reads_either_side_from_a_path(tmp_path: Path) -> None:
+    from torchbenchmark.summary import render_summary_json
+
+    (tmp_path / "summary.json").write_text(render_summary_json(side(row("m", [10.0]))))
+    comparison = compare(str(tmp_path), side(row("m", [12.0])))
+    assert (comparison.base, comparison.cases[0].call) == (str(tmp_path / "summary.json"), "slower")
+    comparison = compare(side(row("m", [12.0])), tmp_path / "summary.json")
+    assert (comparison.new, comparison.cases[0].call) == (str(tmp_path / "summary.json"), "faster")
+
+
+def test_cases_sort_by_model_ignoring_case_then_mode_device_and_variant() -> None:
+    keys = [("b", "eval", "cpu"), ("_m", "eval", "cpu"), ("A", "train", "cpu"), ("a", "eval", "cuda"), ("a", "eval", "cpu")]
+    rows = [CaseResult(model=m, mode=mode, device=d, status="ok", step_time=StepTime(1.0, 0.1, 1.0, 10)) for m, mode, d in keys]
+    rows.append(dataclasses.replace(rows[-1], variant="inductor"))
+    comparison = compare(side(*rows), side(*rows))
+    assert [case.key for case in comparison.cases] == [
+        ("_m", "eval", "cpu", "eager"), ("a", "eval", "cpu", "eager"), ("a", "eval", "cpu", "inductor"),
+        ("a", "eval", "cuda", "eager"), ("A", "train", "cpu", "eager"), ("b", "eval", "cpu", "eager"),
+    ]  # fmt: skip
+
+
+def test_cases_on_one_side_only_keep_that_sides_status_and_step_time() -> None:
+    base = side(row("both", [1.0]), row("gone", [2.0]), ended("failed", "x", model="broke"))
+    new = side(row("both", [1.0]), row("added", [3.0], verdict="mixed"), ended("timeout", model="hung"))
+    cases = {case.model: case for case in compare(base, new).cases}
+    assert (cases["gone"].call, cases["gone"].base_ms, cases["gone"].base_status, cases["gone"].base_verdict) == (
+        "only in base", 2.0, "ok", "compute-bound")  # fmt: skip
+    assert (cases["gone"].new_ms, cases["gone"].new_status, cases["gone"].new_verdict) == (None, None, None)
+    assert (cases["added"].call, cases["added"].new_ms, cases["added"].new_status, cases["added"].new_verdict) == (
+        "only in new", 3.0, "ok", "mixed")  # fmt: skip
+    assert (cases["added"].base_ms, cases["added"].base_status) == (None, None)
+    assert (cases["broke"].call, cases["broke"].base_ms, cases["broke"].base_status) == ("only in base", None, "failed")
+    assert (cases["hung"].call, cases["hung"].new_ms, cases["hung"].new_status) == ("only in new", None, "timeout")
+
+
+def test_the_environment_notes_name_both_hosts_and_both_torch_versions() -> None:
+    comparison = compare(side(row("m", [10.0])), side(row("m", [10.0]), env={**ENV, "host": "b", "torch": "2.15"}))
+    assert comparison.notes == (
+        "the two sides ran on different machines (box, b): read changes as between machines, not only between code",
+        "torch 2.14.1 -> 2.15",
+    )
+    assert compare(side(row("m", [10.0])), side(row("m", [10.0]), env={**ENV, "threads": 1})).notes == ()
+
+
+def test_comparison_to_dict_has_the_pinned_keys_and_counts_each_call() -> None:
+    base = side(row("a", [10.0] * 3), row("b", [10.0] * 3), row("c", [10.0] * 3))
+    new = side(row("a", [10.0] * 3), row("b", [10.0] * 3), row("c", [12.0] * 3), env={**ENV, "torch": "2.15"})
+    comparison = compare(base, new, threshold_pct=5)
+    assert comparison.to_dict() == {
+        "base": "side", "new": "side", "threshold_pct": 5, "confidence": 0.95, "process_noise_floor": PROCESS_NOISE_FLOOR,
+        "counts": {"slower": 1, "same": 2}, "exit_status": 1, "notes": ["torch 2.14.1 -> 2.15"],
+        "cases": [case.to_dict() for case in comparison.cases],
+    }  # fmt: skip
+    assert repr(comparison) == "Comparison(side -> side: 1 slower, 2 same)"
+    assert repr(Comparison("a", "b", 5.0, ())) == "Comparison(a -> b: nothing compared)"
+    assert Comparison("a", "b", 5.0, ()).to_dict()["counts"] == {}
+
+
+def test_case_to_dict_has_every_field_and_its_notes_as_a_list() -> None:
+    case = call(ok(medians=(10.0,)), ok(medians=(10.0,), batch_size=8))
+    data = case.to_dict()
+    assert set(data) == {field.name for field in dataclasses.fields(CaseComparison)}
+    assert data["notes"] == ["batch size 4 -> 8"] and isinstance(data["notes"], list)
+    assert data["estimate"]["ratio"] == 1.0 and data["call"] == "same"
+
+
+def test_the_comparison_table_shows_a_left_aligned_variant_column_after_the_device_and_closes_with_how_to_read_it() -> None:
+    from torchbenchmark.summary import render_comparison
+
+    rows = (row("m", [10.0]), dataclasses.replace(row("m", [10.0]), variant="inductor"))
+    text = render_comparison(compare(side(*rows), side(*rows), threshold_pct=2.5))
+    header, _, first, second = text.split("\n\n")[1].splitlines()
+    assert header.split()[:6] == ["call", "model", "mode", "device", "variant", "base"]
+    start = header.index("variant")
+    assert first[start:].startswith("eager ") and second[start:].startswith("inductor ")  # left-aligned under its header
+    assert text.split("\n\n")[2] == (
+        "new/base: ratio of median step times (per-process medians, geometric mean), with its 95% interval; "
+        "n: processes per side.\nslower/faster: past the 2.5% threshold and outside noise "
+        "(the interval excludes 1); same: within the threshold or within noise.\n"
+    )
+    assert "variant" not in render_comparison(compare(side(rows[0]), side(rows[0]))).split("\n\n")[1].splitlines()[0]
+
+
+def test_a_case_record_is_flat_with_the_estimate_as_columns_and_the_notes_as_one_string() -> None:
+    slower = call(ok(medians=(10.0,) * 3), ok(medians=(12.0,) * 3, verdict="mixed", batch_size=8))
+    record = slower.record()
+    assert set(record) == {field.name for field in dataclasses.fields(CaseComparison)} - {"estimate"} | {"ratio", "low", "high"}
+    assert (record["ratio"], record["low"], record["high"]) == (slower.estimate.ratio, slower.estimate.low, slower.estimate.high)
+    assert record["notes"] == "batch size 4 -> 8; verdict compute-bound -> mixed" and record["call"] == "slower"
+    unmeasured = call(ok(), ok()).record()
+    assert (unmeasured["ratio"], unmeasured["low"], unmeasured["high"], unmeasured["notes"]) == (None, None, None, "no step times")
+
+
+def test_a_comparison_shows_in_a_notebook_and_as_a_dataframe() -> None:
+    from torchbenchmark import report
+
+    comparison = compare(side(row("slow", [10.0] * 3), row("flat", [2.0])), side(row("slow", [12.0] * 3), row("flat", [2.0])))
+    shown = comparison._repr_html_()
+    assert shown.startswith(f"<style>{report.CSS}</style>\n") and "1 slower, 1 same" in shown and 'href="#' in shown
+    frame = comparison.to_dataframe()
+    assert list(frame["model"]) == ["slow", "flat"] and list(frame["call"]) == ["slower", "same"]
+    assert frame["ratio"].iloc[0] == pytest.approx(1.2)

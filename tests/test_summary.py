@@ -102,8 +102,8 @@ def cells(table: str, header: str) -> list[str]:
     return [line[start:end].strip() for line in lines[2:]]
 
 
-def ok_row(model: str = "m", mode: str = "eval", median_ms: float = 1.0, **extra) -> CaseResult:
-    return CaseResult(model=model, mode=mode, device="cpu", status="ok", step_time=StepTime(median_ms, 0.0, 0.1, 3), **extra)
+def ok_row(model: str = "m", mode: str = "eval", median_ms: float = 1.0, n: int = 3, **extra) -> CaseResult:
+    return CaseResult(model=model, mode=mode, device="cpu", status="ok", step_time=StepTime(median_ms, 0.0, 0.1, n), **extra)
 
 
 @pytest.mark.parametrize(
@@ -223,3 +223,99 @@ def test_priced_dispatch_round_trips_and_its_doubts_show_in_the_note() -> None:
                         dispatch=Dispatch("dispatch-bound", 1.0, 94.0, 1.3, 0.9, overhead_fraction_uncapped=1.6))
     overhead = next(column for column in COLUMNS if column.header == "overhead %")
     assert overhead.cell(capped) == "160.0"  # the table shows the uncapped share
+
+
+def costed(pct_of_peak: float | None, compute_limit: str | None = "arithmetic") -> CaseResult:
+    costs = Costs(
+        flops_per_step=10**9, flops_by_kind={"matmul": 10**9}, flops_note=None, achieved_gflops=50.0, pct_of_peak=pct_of_peak,
+        compute_limit=compute_limit, peak_memory_mb=1.0, state_memory_mb=None, memory_method="test", peak_rss_mb=None,
+        samples_per_s=None,
+    )  # fmt: skip
+    return ok_row(steady=True, costs=costs)
+
+
+@pytest.mark.parametrize(
+    ("pct_of_peak", "compute_limit", "shown"),
+    [
+        (12.34, "kernels", "kernels limit it: 12.3% of peak"),
+        (12.34, "arithmetic", ""),
+        (100.0, "arithmetic", ""),
+        (100.5, "arithmetic", "above the peak: the peak was measured under load"),
+        (None, None, ""),
+    ],
+)
+def test_notes_on_costs_say_what_limits_a_step_and_a_share_above_the_peak(pct_of_peak, compute_limit, shown) -> None:
+    from torchbenchmark.summary import note
+
+    assert note(costed(pct_of_peak, compute_limit)) == shown
+
+
+def test_a_borderline_overhead_shows_its_interval_in_percent() -> None:
+    from torchbenchmark.summary import note
+
+    dispatch = Dispatch("mixed", 0.7, 100.0, 1.0, 1.0, overhead_interval=(0.6, 0.9), borderline=True)
+    assert note(ok_row(dispatch=dispatch)) == "borderline: overhead 60-90%"
+
+
+def test_render_untrustworthy_lists_each_doubtful_ok_row_with_what_to_do() -> None:
+    from torchbenchmark.summary import render_untrustworthy
+
+    rows = [
+        ok_row("few", "train", n=2),  # fewer steps than a spread needs
+        ok_row("three", n=3, steady=False),  # enough steps, so the machine is to blame
+        CaseResult(model="bare", mode="eval", device="cpu", status="ok", steady=False),  # no step time at all
+        ok_row("fine", steady=True),
+        CaseResult(model="broke", mode="eval", device="cpu", status="failed", error="x", steady=False),
+    ]
+    assert render_untrustworthy(rows, {"three": "plugins.py:Three"}) == "\n".join([
+        "3 rows not to be trusted (marked UNTRUSTWORTHY in summary.txt):",
+        "  few train cpu: only 2 steps measured: no spread",
+        "    measure more steps: drop --steps, or give --steps 3 or more",
+        "  three eval cpu: warmup not steady",
+        "    rerun it on a quieter machine: python diagnostics.py --models plugins.py:Three --modes eval",
+        "  bare eval cpu: warmup not steady",
+        "    rerun it on a quieter machine: python diagnostics.py --models bare --modes eval",
+    ])  # fmt: skip
+    assert render_untrustworthy(rows[1:2]).splitlines() == [
+        "1 row not to be trusted (marked UNTRUSTWORTHY in summary.txt):",
+        "  three eval cpu: warmup not steady",
+        "    rerun it on a quieter machine: python diagnostics.py --models three --modes eval",
+    ]
+    assert render_untrustworthy([ok_row(windows_agree=False, steady=False)]).splitlines()[1] == (
+        "  m eval cpu: warmup not steady; noisy: windows apart"
+    )
+    assert render_untrustworthy(rows[3:]) == ""
+
+
+def test_the_summary_json_of_a_loaded_summary_is_its_dict() -> None:
+    from torchbenchmark.summary import render_summary_json
+
+    summary = Summary("x", ENVIRONMENT, tuple(ROWS[:2]), {})
+    document = json.loads(render_summary_json(summary))
+    assert document["environment"] == ENVIRONMENT and [r["model"] for r in document["results"]] == ["pyhpc_equation_of_state", "resnet50"]
+
+
+def test_the_verdict_cell_of_a_comparison_is_blank_when_neither_side_has_one() -> None:
+    from torchbenchmark.compare import CaseComparison
+    from torchbenchmark.summary import COMPARISON_COLUMNS
+
+    verdict = next(column for column in COMPARISON_COLUMNS if column.header == "verdict")
+    assert verdict.cell(CaseComparison("m", "eval", "cpu", "eager", "same", base_status="failed", new_status="failed")) == ""
+    assert verdict.cell(CaseComparison("m", "eval", "cpu", "eager", "only in new", new_verdict="mixed")) == "mixed"
+    assert verdict.cell(CaseComparison("m", "eval", "cpu", "eager", "fixed", new_verdict="mixed")) == "- -> mixed"
+    assert verdict.cell(CaseComparison("m", "eval", "cpu", "eager", "new failure", base_verdict="mixed")) == "mixed -> -"
+
+
+def test_the_html_table_escapes_text_cells_right_aligns_numbers_and_anchors_rows() -> None:
+    from torchbenchmark.summary import Column, render_columns_html
+
+    columns = [Column("model <m>", lambda r: r.model, numeric=False), Column("ms", lambda r: "1.00"),
+               Column("link", lambda r: "x", numeric=False, html=lambda r: f'<a href="#{r.model}">go</a>')]  # fmt: skip
+    rows = [ok_row("a&b"), ok_row("c")]
+    assert render_columns_html(columns, rows, row_id=lambda r: f"id-{r.model}") == (
+        '<table class="sortable">\n<thead><tr><th scope="col">model &lt;m&gt;</th><th class="num" scope="col">ms</th>'
+        '<th scope="col">link</th></tr></thead>\n<tbody>\n'
+        '<tr id="id-a&amp;b"><td>a&amp;b</td><td class="num">1.00</td><td><a href="#a&b">go</a></td></tr>\n'
+        '<tr id="id-c"><td>c</td><td class="num">1.00</td><td><a href="#c">go</a></td></tr>\n</tbody>\n</table>'
+    )
+    assert render_columns_html(columns[:1], rows[1:]).splitlines()[3] == "<tr><td>c</td></tr>"
