@@ -135,3 +135,15 @@ def test_under_a_users_torchrun_rank_0_writes_the_run_record(tmp_path: Path) -> 
     assert row.status == "ok" and row.variant == "ddp2" and row.step_time is not None and row.step_time.n == 5
     assert row.distributed is not None and row.distributed.world_size == 2
     assert all((tmp_path / rank.trace).is_file() for rank in row.distributed.ranks)
+
+
+def test_the_rank_that_failed_of_its_own_accord_is_named_not_the_peer_that_saw_it_go(tmp_path: Path) -> None:
+    from torchbenchmark import distributed
+
+    (tmp_path / "rank0.error.json").write_text(json.dumps(
+        {"rank": 0, "status": "failed", "reason": "RuntimeError: [pair.cc:561] Connection closed by peer [127.0.0.1]:1", "at": 1.0}))
+    (tmp_path / "rank1.error.json").write_text(json.dumps(
+        {"rank": 1, "status": "failed", "reason": "RuntimeError: rank one fails on purpose", "at": 2.0}))
+    assert distributed._rank_failure(tmp_path, 2, 1) == ("failed", "rank 1: RuntimeError: rank one fails on purpose")
+    (tmp_path / "rank1.error.json").unlink()
+    assert distributed._rank_failure(tmp_path, 2, 1)[1].startswith("rank 0: RuntimeError: [pair.cc:561]")

@@ -142,11 +142,23 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+PEER_FAILURE_MARKERS = ("Connection closed by peer", "Connection reset by peer", "Broken pipe", "remote worker")
+
+
+def _peer_failure(reason: str) -> bool:
+    """True when a rank's error says another rank went away, not what went wrong in it."""
+    return any(marker in reason for marker in PEER_FAILURE_MARKERS)
+
+
 def _rank_failure(scratch: Path, world_size: int, returncode: int) -> tuple[str, str]:
-    """The status and reason of a case whose torchrun failed: the first rank that reported an error."""
+    """The status and reason of a case whose torchrun failed: the first rank that failed of its own accord.
+
+    A rank whose peer died sees its collective fail ("Connection closed by peer"): that is a consequence,
+    so a rank that failed for another reason is named first, whatever the order their reports were written.
+    """
     errors = [error for rank in range(world_size) if (error := _read_json(scratch / f"rank{rank}.error.json"))]
     if errors:
-        first = min(errors, key=lambda error: error.get("at", 0.0))
+        first = min(errors, key=lambda error: (_peer_failure(str(error.get("reason", ""))), error.get("at", 0.0)))
         return first.get("status", "failed"), f"rank {first['rank']}: {first['reason']}"
     # No rank said why: it died (killed by a signal, or exited without raising); torchrun's log names it.
     return "failed", f"torchrun exited with status {returncode} and no rank reported why; {_laggard(scratch, world_size)} (see the log)"
@@ -357,11 +369,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         row = run_rank(spec, out_dir, scratch)
     except Exception as error:  # noqa: BLE001 - reported as this rank's reason, then torchrun stops the others
+        failed_at = time.time()  # before the traceback is logged: the order of failures is what is kept
         status, reason = describe_failure(error, spec.mode)
         log.error("%s", reason, exc_info=status == "failed")
         if scratch is not None:
             storage.write_atomic(scratch / f"rank{rank}.error.json",
-                                 json.dumps({"rank": rank, "status": status, "reason": reason, "at": time.time()}))  # fmt: skip
+                                 json.dumps({"rank": rank, "status": status, "reason": reason, "at": failed_at}))  # fmt: skip
         return 1
     if row is None:
         return 0
