@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from torchbenchmark import cli, merge, shard, storage, sweep
+from torchbenchmark.report import case_id
 from torchbenchmark.results import CaseResult, StepTime
 from torchbenchmark.shard import Shard
 from torchbenchmark.storage import load_summary
@@ -87,6 +88,8 @@ def test_shards_merge_back_into_the_unsharded_set(fake_sweep: Any, tmp_path: Pat
     assert outcome.missing_shards == () and len(list((tmp_path / "merged" / "runs").glob("*.json"))) == 3
     text = (tmp_path / "merged" / "summary.txt").read_text()
     assert "merged from 3 source(s) on 1 machine(s)" in text and "shard 2/3" in text
+    page = (tmp_path / "merged" / "report.html").read_text()
+    assert all(f'id="{case_id(row)}"' in page for row in merged.rows)
     # Merging the same shards again changes nothing: the same runs, not a conflict.
     assert merge.main([str(out) for out in shards] + ["--out", str(tmp_path / "merged")]) == 0
     assert comparable(load_summary(tmp_path / "merged").rows) == comparable(merged.rows)

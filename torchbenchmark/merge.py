@@ -23,7 +23,7 @@ from torchbenchmark.results import CaseResult
 from torchbenchmark.storage import RunRecord, Summary
 from torchbenchmark.summary import Column, render_summary_json, render_table
 from torchbenchmark.summary import render_text as render_summary_text
-from torchbenchmark.sweep import OutputBusy, locked
+from torchbenchmark.sweep import OutputBusy, locked, write_report
 
 EXIT_OK, EXIT_USAGE = 0, 2
 
@@ -124,6 +124,7 @@ def merge(paths: Sequence[str | Path], out_dir: Path, keep_latest: bool = False)
         outcome = MergeOutcome(out_dir, summary, tuple(sources), superseded, _missing_shards(records))
         storage.write_atomic(out_dir / storage.SUMMARY_JSON, render_summary_json(summary))
         storage.write_atomic(out_dir / storage.SUMMARY_TXT, render_text(outcome))
+        write_report(out_dir, summary)  # the merged run's page, as after a sweep
     return outcome
 
 
