@@ -132,6 +132,11 @@ def machine_fingerprint(environment: Mapping[str, Any]) -> str:
     return hashlib.sha1("|".join(parts).encode()).hexdigest()[:10]
 
 
+def differs(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """True when two environments' figures are not like for like: another machine or torch version."""
+    return machine_fingerprint(a) != machine_fingerprint(b) or a.get("torch") != b.get("torch")
+
+
 def new_run_id(now: datetime.datetime | None = None) -> str:
     """``20261130T031502.123456Z-1a2b``: sorts by start time; the suffix tells apart runs started together."""
     now = now or datetime.datetime.now(datetime.timezone.utc)

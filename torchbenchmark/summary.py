@@ -15,7 +15,7 @@ from tabulate import tabulate
 
 from torchbenchmark.dispatch import COMPUTE_BOUND_BELOW, DISPATCH_BOUND_AT
 from torchbenchmark.results import MIN_STEPS_FOR_SPREAD, UNTRUSTWORTHY_IQR_FRACTION, CaseResult, Dispatch, format_ms
-from torchbenchmark.storage import Summary, dumps, sort_rows
+from torchbenchmark.storage import Summary, differs, dumps, sort_rows
 
 
 def number(value: float | None, digits: int) -> str:
@@ -233,13 +233,6 @@ def _run_mark(summary: Summary, row: CaseResult, run_id: str | None) -> str:
         return "this"
     started = str(summary.environment_of(row).get("started_at") or row.run_id or "?")[:16].replace("T", " ")
     return started + ("*" if differs(summary.environment, summary.environment_of(row)) else "")
-
-
-def differs(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    """True when two environments' figures are not like for like: another machine or torch version."""
-    from torchbenchmark.storage import machine_fingerprint
-
-    return machine_fingerprint(a) != machine_fingerprint(b) or a.get("torch") != b.get("torch")
 
 
 def render_json(results: Sequence[CaseResult], environment: Mapping[str, Any]) -> str:
