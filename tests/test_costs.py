@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import pytest
 import torch
@@ -44,6 +45,27 @@ def test_a_chain_of_matmuls_counts_2mnk_each(mode: str) -> None:
     assert count.total == _chain_flops(mode)
     assert count.by_kind == {"matmul": _chain_flops(mode)}
     assert count.note is None
+
+
+@pytest.mark.parametrize("groups", [1, 4, 16])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_a_grouped_convolution_counts_its_weight_gradient_per_group(groups: int, transposed: bool) -> None:
+    """Train is three times eval: forward, the input's gradient and the weight's, each 2 * N * HW * k^2 * C_in * C_out / groups.
+
+    (The counter's own formula counts a grouped weight gradient ``groups`` times over.)"""
+    channels, side, kernel, batch = 16, 8, 3, 8
+    layer = torch.nn.ConvTranspose2d if transposed else torch.nn.Conv2d
+
+    class GroupedConv(MatmulChain):
+        def build(self) -> torch.nn.Module:
+            return layer(channels, channels, kernel, padding=1, groups=groups, bias=False)
+
+        def make_inputs(self, batch_size: int, mode: str, generator: torch.Generator) -> tuple[torch.Tensor]:
+            return (torch.randn(batch_size, channels, side, side, generator=generator, requires_grad=True),)
+
+    forward = 2 * batch * side * side * kernel * kernel * channels * channels // groups
+    assert costs.count_flops(GroupedConv(), "eval").total == forward
+    assert costs.count_flops(GroupedConv(), "train").by_kind == {"convolution": 3 * forward}
 
 
 def test_a_step_of_uncountable_ops_is_null_with_the_reason() -> None:
@@ -105,11 +127,14 @@ def test_a_diagnosed_row_carries_costs_consistent_with_its_step_time(tmp_path) -
     assert CaseResult.from_dict(row).costs == costs.with_peak(result, 1.0).costs
 
 
-def test_machine_peak_is_a_best_of_matmuls_with_its_method() -> None:
+def test_machine_peak_is_the_best_of_a_matmul_and_a_convolution_with_its_method() -> None:
     peak = costs.measure_peak("cpu", threads=1, size=256, seconds=0.05)
-    assert peak.gflops > 0
     assert set(peak.environment()) == {"peak_gflops", "peak_method"}
-    assert "best of" in peak.method and "256x256x256" in peak.method and "1 threads" in peak.method
+    assert "best of" in peak.method and "1 threads" in peak.method
+    readings = re.findall(r"(torch.mm 256x256x256|conv2d 3x3 32->32 8x56x56) ([0-9.]+) \(median", peak.method)
+    assert [name for name, _ in readings] == ["torch.mm 256x256x256", "conv2d 3x3 32->32 8x56x56"], peak.method
+    assert peak.gflops > 0
+    assert peak.gflops == pytest.approx(max(float(gflops) for _, gflops in readings), abs=0.1)
 
 
 def _row(verdict: str, achieved_gflops: float) -> CaseResult:
