@@ -2,9 +2,12 @@
 
     python benchmarks/verdict_accuracy.py [--cases "dlrm eval,..."] [--rounds 5] [--threads 1] [--out DIR]
     python benchmarks/verdict_accuracy.py --reprice DIR/results.json
+    python benchmarks/verdict_accuracy.py --explain DIR/results.json [--threads 2]
 
 ``--reprice`` prices the light traces a run kept again, with a fresh calibration and the current
 pricing, against the truth that run measured: a change to the pricing is checked in seconds.
+``--explain`` breaks each estimate of a run down (events by kind, the Python gap and its cold factor)
+beside the twin's own Python gap, read from the twin's kept trace: where an estimate's error comes from.
 
 For each case the tool's estimate comes from ``collect_diagnostics`` (light profile only), then the truth
 is measured on the same warm machine, every variant taking turns in each round (``_report.interleaved``):
@@ -84,8 +87,8 @@ CASES = {
         Case("lstm_lm", "eval", twin={"dim": 2, "vocab_size": 4}),
         Case("hf_DistilBert", "eval", twin={"seq_len": 4, "config": {"dim": 12, "hidden_dim": 12}}),
         Case("pyhpc_equation_of_state", "eval", batch_size=4096),
+        Case("pyhpc_equation_of_state", "eval", batch_size=16384),
         Case("pyhpc_equation_of_state", "eval", batch_size=65536),
-        Case("resnet18", "eval", twin={"image_size": 32}),
     ]
 }
 
@@ -123,7 +126,8 @@ def measure(case: Case, rounds: int, out_dir: Path) -> dict[str, Any]:
         variants[f"bs{b}"] = timer_for(cls(device="cpu", batch_size=b), case.mode)
     figures = interleaved(variants, rounds)
     real_ms = statistics.median(figures["real"])
-    ops_ratio = tool.dispatch.ops_per_step / ops_per_step(twin, case.mode, out_dir / tool.model / f"{case.mode}-twin-bs1.pt.trace.json.gz")
+    twin_trace = out_dir / tool.model / f"{case.mode}-twin-bs1.pt.trace.json.gz"
+    ops_ratio = tool.dispatch.ops_per_step / ops_per_step(twin, case.mode, twin_trace)
     twin_share = statistics.median(t * ops_ratio / r for t, r in zip(figures["twin"], figures["real"]))
     scaling = None
     if len(smaller) >= 2:
@@ -139,7 +143,7 @@ def measure(case: Case, rounds: int, out_dir: Path) -> dict[str, Any]:
         "twin ops ratio": ops_ratio, "twin": twin_share, "scaling upper": scaling,
         "tool / twin": same_step / twin_share, "tool same step": same_step,
         "real iqr ms": tool.step_time.iqr_ms, "tool ms": tool.step_time.median_ms,
-        "trace": str(out_dir / tool.traces["light"]), "twin ms": statistics.median(figures["twin"]),
+        "trace": str(out_dir / tool.traces["light"]), "twin trace": str(twin_trace), "twin ms": statistics.median(figures["twin"]),
     }  # fmt: skip
 
 
@@ -174,6 +178,32 @@ def reprice(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return repriced
 
 
+def explain(rows: list[dict[str, Any]]) -> str:
+    """Where each estimate's error comes from: the priced events and the Python gap, beside the twin's gap.
+
+    The twin's trace is read as the real one is: its least Python gap per step is what the glue between
+    the same ops costs with next to no data, and ``as_strided`` (each trace's median) shows how much
+    slower fixed costs ran in the real step than with nil data.
+    """
+    calibration = dispatch.calibrate(torch.device("cpu"))
+    prices, table = calibration.prices, []
+    for row in rows:
+        real = overhead_events_of_trace(row["trace"])
+        twin_path = row.get("twin trace") or str(Path(row["trace"]).with_name(Path(row["trace"]).name.split("-")[0] + "-twin-bs1.pt.trace.json.gz"))
+        twin = overhead_events_of_trace(twin_path)
+        priced = dispatch.estimate(real, calibration, row["tool ms"], row["real iqr ms"])
+        events = {kind: priced.events_per_step[kind] * prices.of(kind) for kind in ("call", "nested", "autograd")}
+        as_strided = [trace.fixed_cost_op_us.get("aten::as_strided") for trace in (real, twin)]
+        table.append((
+            row["case"], f"{row['twin'] * row['real ms'] * 1e3:.0f}", f"{priced.overhead_us:.0f}",
+            *(f"{us:.0f}" for us in events.values()), f"{priced.python_us:.0f}", f"{real.least_python_gap_us or 0:.0f}",
+            f"{priced.cold:.2f}", f"{twin.least_python_gap_us or 0:.0f}",
+            "" if None in as_strided else f"{as_strided[0] / as_strided[1]:.1f}",
+        ))  # fmt: skip
+    return tabulate(table, headers=["case", "truth µs", "tool µs", "calls µs", "nested µs", "autograd µs", "Python µs",
+                                    "real gap µs", "cold", "twin gap µs", "as_strided real/twin"], disable_numparse=True)  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default=",".join(CASES), help="labels as listed in CASES, comma-separated")
@@ -182,10 +212,14 @@ def main() -> None:
     parser.add_argument("--out", default=tempfile.mkdtemp(prefix="verdict_accuracy_"),
                         help="where the traces and results.json go")
     parser.add_argument("--reprice", metavar="RESULTS_JSON", help="price a run's kept traces again (see above)")
+    parser.add_argument("--explain", metavar="RESULTS_JSON", help="break a run's estimates down against its twins' traces")
     parser.add_argument("--dry-run", action="store_true", help="print the table, do not append it to RESULTS.md")
     args = parser.parse_args()
     steady_process()
     torch.set_num_threads(args.threads)
+    if args.explain:
+        print(explain(json.loads(Path(args.explain).read_text(encoding="utf-8"))))
+        return
     rows = []
     if args.reprice:
         rows = reprice(json.loads(Path(args.reprice).read_text(encoding="utf-8")))
