@@ -27,7 +27,7 @@ from tabulate import tabulate
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._report import append  # noqa: E402
-from torchbenchmark.compare import compare_rows  # noqa: E402
+from torchbenchmark.compare import compare_rows, run_noise  # noqa: E402
 from torchbenchmark.results import CaseResult, Samples  # noqa: E402
 from torchbenchmark.storage import load_summary  # noqa: E402
 
@@ -64,22 +64,23 @@ def main() -> None:
     if not args.analyse:
         sweep(args.out / "a", args.models, args.repeat)
         sweep(args.out / "b", args.models, args.repeat)
-    pairs = [pair for folder in (args.out, *args.also) for pair in gate_pairs(folder, args.repeat)]
+    runs = [gate_pairs(folder, args.repeat) for folder in (args.out, *args.also)]  # each folder's own A/A pairs
     settings = {"--repeat 1": [slice(i, i + 1) for i in range(args.repeat)], f"--repeat {args.repeat}": [slice(0, args.repeat)]}
     rows, reliable = [], []
     for setting, slices in settings.items():
         smallest = {"gate": None, "bare": None}
         for factor in FACTORS:
-            gate, bare = rates(pairs, slices, factor)
+            gate, bare = rates(runs, slices, factor)
             label = "A/A: false alarms" if factor == 1.0 else f"+{100 * (factor - 1):.0f}% injected: detected"
             rows.append((setting, label, gate.total, f"{gate.percent:.1f}%", f"{bare.percent:.1f}%"))
             for name, rate in (("gate", gate), ("bare", bare)):
                 if factor > 1.0 and smallest[name] is None and rate.percent >= RELIABLE_PCT:
                     smallest[name] = f"+{100 * (factor - 1):.0f}%"
-        reliable.append(f"{setting}: gate {smallest['gate'] or 'none scanned'}, bare 7% {smallest['bare'] or 'none scanned'}")
+        none = f"none up to +{100 * (FACTORS[-1] - 1):.0f}%"
+        reliable.append(f"{setting}: gate {smallest['gate'] or none}, bare 7% {smallest['bare'] or none}")
     table = tabulate(rows, headers=["setting", "comparison", "n", "gate (5% + 95% interval)", "bare 7% threshold"])
-    models = ",".join(sorted({pair[0].model for pair in pairs}))
-    notes = (f"{len(pairs)} cases ok on both sides ({models}, train and eval, --no-detailed). "
+    models = ",".join(sorted({pair[0].model for pairs in runs for pair in pairs}))
+    notes = (f"{sum(map(len, runs))} cases ok on both sides ({models}, train and eval, --no-detailed). "
              "A slowdown is injected by scaling side B's measured per-process and per-window medians. "
              f"Smallest injected slowdown detected in at least {RELIABLE_PCT}% of comparisons: " + "; ".join(reliable) + ".")  # fmt: skip
     append("Comparing runs: the regression gate's false alarms and detection", table, notes)
@@ -103,17 +104,22 @@ def gate_pairs(folder: Path, repeat: int) -> list[Pair]:
             and len(ra.samples.process_medians_ms) == len(rb.samples.process_medians_ms) == repeat]  # fmt: skip
 
 
-def rates(pairs: list[Pair], slices: list[slice], factor: float) -> tuple[Rate, Rate]:
-    """How often the gate, and the bare 7% rule on medians, call B slower than A with B scaled by ``factor``."""
+def rates(runs: list[list[Pair]], slices: list[slice], factor: float) -> tuple[Rate, Rate]:
+    """How often the gate, and the bare 7% rule on medians, call B slower than A with B scaled by ``factor``.
+
+    Each slice of each run is one comparison, as ``compare`` makes it: its cases' run noise is measured
+    over all of them at once (a slowdown injected into every case moves them alike, leaving it unchanged)."""
     gate, bare = Rate(), Rate()
-    for ra, rb, env_a, env_b in pairs:
+    for pairs in runs:
         for part in slices:
-            base, new = scaled(ra, 1.0, part), scaled(rb, factor, part)
-            gate.total += 1
-            bare.total += 1
-            gate.called += compare_rows(base, new, 5.0, env_a, env_b).call == "slower"
-            median = statistics.median
-            bare.called += median(new.samples.process_medians_ms) / median(base.samples.process_medians_ms) > BARE_THRESHOLD
+            sides = [(scaled(ra, 1.0, part), scaled(rb, factor, part), env_a, env_b) for ra, rb, env_a, env_b in pairs]
+            noise = run_noise([(base.samples.process_medians_ms, new.samples.process_medians_ms) for base, new, _, _ in sides])
+            for base, new, env_a, env_b in sides:
+                gate.total += 1
+                bare.total += 1
+                gate.called += compare_rows(base, new, 5.0, env_a, env_b, noise or 0.0).call == "slower"
+                median = statistics.median
+                bare.called += median(new.samples.process_medians_ms) / median(base.samples.process_medians_ms) > BARE_THRESHOLD
     return gate, bare
 
 

@@ -7,13 +7,24 @@ import json
 import math
 import os
 import random
+import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from torchbenchmark.compare import PROCESS_NOISE_FLOOR, CaseComparison, Comparison, compare, compare_rows, ratio_interval, t95
+from torchbenchmark.compare import (
+    PROCESS_NOISE_FLOOR,
+    RUN_NOISE_MIN_CASES,
+    CaseComparison,
+    Comparison,
+    compare,
+    compare_rows,
+    ratio_interval,
+    run_noise,
+    t95,
+)
 from torchbenchmark.results import CaseResult, Dispatch, Samples, StepTime
 from torchbenchmark.storage import RunRecord, Summary, summary_of_records
 from tests.work_models import WORK_ENV
@@ -273,6 +284,8 @@ def test_an_interval_touching_one_is_within_noise() -> None:
     assert faster.estimate.high == 1.0 and faster.estimate.ratio < 1 / 1.05
     assert (faster.call, faster.notes) == ("same", ("past the threshold but within noise: rerun with --repeat 3",))
     assert call(ok(medians=(1.0,)), ok(medians=(0.95,))).call == "same"  # past 5% faster, but the interval reaches 1.004
+    wide = call(ok(medians=(10.0, 8.0, 12.0)), ok(medians=(11.0, 8.8, 13.2)))  # 10% slower, processes 40% apart
+    assert (wide.call, wide.notes) == ("same", ("past the threshold but within noise: rerun with more processes a side (--repeat 5)",))
 
 
 def test_a_verdict_that_changes_is_noted_on_a_slower_or_faster_case_and_called_otherwise() -> None:
@@ -345,7 +358,7 @@ def test_comparison_to_dict_has_the_pinned_keys_and_counts_each_call() -> None:
     comparison = compare(base, new, threshold_pct=5)
     assert comparison.to_dict() == {
         "base": "side", "new": "side", "threshold_pct": 5, "confidence": 0.95, "process_noise_floor": PROCESS_NOISE_FLOOR,
-        "counts": {"slower": 1, "same": 2}, "exit_status": 1, "notes": ["torch 2.14.1 -> 2.15"],
+        "run_noise": None, "counts": {"slower": 1, "same": 2}, "exit_status": 1, "notes": ["torch 2.14.1 -> 2.15"],
         "cases": [case.to_dict() for case in comparison.cases],
     }  # fmt: skip
     assert repr(comparison) == "Comparison(side -> side: 1 slower, 2 same)"
@@ -397,3 +410,75 @@ def test_a_comparison_shows_in_a_notebook_and_as_a_dataframe() -> None:
     frame = comparison.to_dataframe()
     assert list(frame["model"]) == ["slow", "flat"] and list(frame["call"]) == ["slower", "same"]
     assert frame["ratio"].iloc[0] == pytest.approx(1.2)
+
+
+# -- the noise between two runs, from all their cases ------------------------------------------
+
+
+def _spread_ratios(n: int, half_width: float) -> list[float]:
+    """n ratios alternating exp(+-half_width): their log MAD about the median is half_width."""
+    return [math.exp(half_width if i % 2 else -half_width) for i in range(n)]
+
+
+def test_run_noise_is_the_robust_spread_of_the_cases_log_ratios_per_process() -> None:
+    ratios = _spread_ratios(11, 0.05)  # median +0.05 (6 of 11), absolute deviations: 5 of 0.1, 6 of 0
+    sides = [([10.0], [10.0 * r]) for r in ratios]
+    assert run_noise(sides) == pytest.approx(0.0)  # more than half sit at the median
+    ratios = _spread_ratios(12, 0.05)  # median 0: every deviation is 0.05
+    one_a_side = run_noise([([10.0], [10.0 * r]) for r in ratios])
+    assert one_a_side == pytest.approx(1.4826 * 0.05 / math.sqrt(2))
+    three_a_side = run_noise([([10.0] * 3, [10.0 * r] * 3) for r in ratios])  # the same ratios, from 3 processes
+    assert three_a_side == pytest.approx(1.4826 * 0.05 / math.sqrt(2 / 3))
+
+
+def test_run_noise_ignores_a_few_real_changes_and_a_change_that_moved_every_case() -> None:
+    ratios = [math.exp(-0.03 + 0.06 * i / 19) for i in range(20)]  # evenly spread, 3% either way
+    quiet = run_noise([([10.0], [10.0 * r]) for r in ratios])
+    changed = [r * (1.5 if i % 10 == 0 else 1.0) for i, r in enumerate(ratios)]  # 2 of 20 got 50% slower
+    assert run_noise([([10.0], [10.0 * r]) for r in changed]) == pytest.approx(quiet, rel=0.15)
+    sd = statistics.stdev(math.log(r) for r in changed) / math.sqrt(2)
+    assert sd > 4 * quiet  # what a plain standard deviation would have made of them
+    assert run_noise([([10.0], [12.0 * r]) for r in ratios]) == pytest.approx(quiet)
+
+
+def test_run_noise_needs_enough_cases() -> None:
+    sides = [([10.0], [10.0 * r]) for r in _spread_ratios(RUN_NOISE_MIN_CASES - 1, 0.1)]
+    assert run_noise(sides) is None
+    assert run_noise([*sides, ([10.0], [10.0])]) is not None
+
+
+def _even_ratios(n: int, width: float) -> list[float]:
+    """n log ratios evenly spread over [-width, width]: their median absolute deviation is about width / 2."""
+    return [math.exp(-width + 2 * width * i / (n - 1)) for i in range(n)]
+
+
+def _runs(ratios: list[float], changed: float) -> tuple[Summary, Summary]:
+    base = side(*[row(f"m{i}", [10.0]) for i in range(len(ratios))], row("changed", [10.0]))
+    new = side(*[row(f"m{i}", [10.0 * r]) for i, r in enumerate(ratios)], row("changed", [10.0 * changed]))
+    return base, new
+
+
+def test_a_slowdown_within_noisy_runs_noise_is_not_called_and_the_comparison_says_why() -> None:
+    base, new = _runs(_even_ratios(12, 0.16), 1.12)  # cases up to 16% either way: 12% does not stand out
+    comparison = compare(base, new)
+    assert comparison.run_noise == pytest.approx(1.4826 * 0.08 / math.sqrt(2), rel=0.1)
+    assert {case.call for case in comparison.cases} == {"same"}
+    assert comparison.exit_status == 0
+    assert (f"noisy runs: the cases' ratios spread {100 * comparison.run_noise:.1f}% per process (over the 2% floor), so each "
+            "case is called against that spread: on a quieter machine, rerun with --repeat 3") in comparison.notes  # fmt: skip
+    assert comparison.to_dict()["run_noise"] == comparison.run_noise
+
+
+def test_the_same_slowdown_among_quiet_runs_is_called() -> None:
+    base, new = _runs(_even_ratios(12, 0.01), 1.12)
+    comparison = compare(base, new)
+    assert comparison.run_noise < PROCESS_NOISE_FLOOR
+    assert [case.model for case in comparison.regressions] == ["changed"]
+    assert not any(note.startswith("noisy runs") for note in comparison.notes)
+
+
+def test_compare_rows_takes_the_run_noise_as_a_floor() -> None:
+    base, new = row("m", [10.0]), row("m", [11.2])
+    assert compare_rows(base, new, 5.0, ENV, ENV).call == "slower"
+    called = compare_rows(base, new, 5.0, ENV, ENV, noise=0.05)
+    assert called.call == "same" and called.estimate.spread == 0.05

@@ -9,6 +9,13 @@ means. The spread that interval uses is never taken below ``PROCESS_NOISE_FLOOR`
 spread measured on such a machine, nor below the spread of the case's own measurement windows: with
 one process a side there is no spread to estimate, and a floor is the honest prior.
 
+The noise between two runs is more than any one case's processes show: load drifts between runs made
+minutes apart, and with one process a side a case shows no spread at all. Most cases of two runs did not
+change, so the spread of all the cases' ratios at once measures that noise (``run_noise``: robust, from
+the median absolute deviation); with at least ``RUN_NOISE_MIN_CASES`` cases it is one more floor under
+every case's spread. On a quiet machine it sits under the 2% floor and changes nothing; on a loaded one
+it keeps the gate from calling the machine's noise a regression.
+
 A case is called ``slower`` only when the ratio is past the practical threshold (default 5%) *and* its
 interval excludes 1; ``faster`` likewise. Everything else within the threshold or within noise is ``same``.
 """
@@ -31,6 +38,8 @@ DEFAULT_THRESHOLD_PCT = 5.0
 PROCESS_NOISE_FLOOR = 0.02
 CALLS = ("slower", "new failure", "faster", "fixed", "verdict changed", "same", "not compared", "only in base", "only in new")
 REGRESSIONS = ("slower", "new failure")
+# A comparison of at least this many cases measures the noise between its two runs from the cases themselves.
+RUN_NOISE_MIN_CASES = 8
 FAILURES = ("failed", "timeout")
 # Two-sided 95% quantiles of Student's t by degrees of freedom; above 30 the normal 1.96 is close enough.
 _T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
@@ -90,6 +99,29 @@ def ratio_interval(
                          spread, len(base), len(new))  # fmt: skip
 
 
+def run_noise(sides: Sequence[tuple[Sequence[float], Sequence[float]]]) -> float | None:
+    """The spread per process that the noise between two runs puts on a case, from all of them at once.
+
+    ``sides`` holds each case's per-process medians, base and new. Each case's log ratio of geometric
+    means is scaled to one process (divided by ``sqrt(1/n_base + 1/n_new)``), and the spread of those is 1.4826 x their median absolute deviation from the median: a few cases
+    that really changed, or a change that moved every case alike, do not inflate it. The result is in
+    the units of ``PROCESS_NOISE_FLOOR``. None with fewer than ``RUN_NOISE_MIN_CASES`` cases.
+    """
+    if len(sides) < RUN_NOISE_MIN_CASES:
+        return None
+    scaled = [
+        (statistics.fmean(map(math.log, new)) - statistics.fmean(map(math.log, base))) / math.sqrt(1 / len(base) + 1 / len(new))
+        for base, new in sides
+    ]  # fmt: skip
+    middle = statistics.median(scaled)
+    return 1.4826 * statistics.median(abs(x - middle) for x in scaled)
+
+
+def _more_processes(*counts: int) -> str:
+    """The advice for a result within noise, by how many processes the sides already ran."""
+    return "rerun with --repeat 3" if min(counts) < 3 else f"rerun with more processes a side (--repeat {max(counts) + 2})"
+
+
 def _process_medians(row: CaseResult) -> list[float]:
     if row.samples.process_medians_ms:
         return list(row.samples.process_medians_ms)
@@ -144,6 +176,7 @@ class Comparison:
     threshold_pct: float
     cases: tuple[CaseComparison, ...]
     notes: tuple[str, ...] = ()
+    run_noise: float | None = None  # the noise between the two runs, per process (see run_noise)
 
     @property
     def regressions(self) -> tuple[CaseComparison, ...]:
@@ -183,6 +216,7 @@ class Comparison:
             "threshold_pct": self.threshold_pct,
             "confidence": 0.95,
             "process_noise_floor": PROCESS_NOISE_FLOOR,
+            "run_noise": self.run_noise,
             "counts": self.counts(),
             "exit_status": self.exit_status,
             "notes": list(self.notes),
@@ -195,9 +229,10 @@ def _verdict(row: CaseResult) -> str | None:
 
 
 def compare_rows(
-    base: CaseResult, new: CaseResult, threshold_pct: float, base_env: dict[str, Any], new_env: dict[str, Any]
+    base: CaseResult, new: CaseResult, threshold_pct: float, base_env: dict[str, Any], new_env: dict[str, Any],
+    noise: float = 0.0,
 ) -> CaseComparison:
-    """Call one case present on both sides."""
+    """Call one case present on both sides; ``noise`` is the two runs' ``run_noise``, a floor under its spread."""
     fields: dict[str, Any] = dict(
         model=new.model, mode=new.mode, device=new.device, variant=new.variant,
         base_ms=base.step_time.median_ms if base.step_time else None,
@@ -226,7 +261,7 @@ def compare_rows(
     base_samples, new_samples = _process_medians(base), _process_medians(new)
     if not base_samples or not new_samples:
         return CaseComparison(**fields, call="not compared", notes=(*notes, "no step times"))
-    estimate = ratio_interval(base_samples, new_samples, _window_spread(base, new))
+    estimate = ratio_interval(base_samples, new_samples, max(_window_spread(base, new), noise))
     threshold = 1.0 + threshold_pct / 100.0
     if estimate.ratio > threshold and estimate.low > 1.0:
         call = "slower"
@@ -239,7 +274,7 @@ def compare_rows(
     if call in ("slower", "faster") and _verdict(base) != _verdict(new):
         notes.append(f"verdict {_verdict(base)} -> {_verdict(new)}")
     if call == "same" and abs(estimate.change_pct) > threshold_pct:
-        notes.append("past the threshold but within noise: rerun with --repeat 3")
+        notes.append(f"past the threshold but within noise: {_more_processes(estimate.n_base, estimate.n_new)}")
     return CaseComparison(**fields, call=call, estimate=estimate, notes=tuple(notes))
 
 
@@ -256,6 +291,9 @@ def compare(base: Summary | str | Path, new: Summary | str | Path, threshold_pct
     new_rows = {row.key: row for row in new.rows}
     if not base_rows.keys() & new_rows.keys():
         raise ValueError(f"{base.source} and {new.source} have no case in common (model, mode, device, variant)")
+    both = [(base_rows[key], new_rows[key]) for key in base_rows.keys() & new_rows.keys()]
+    noise = run_noise([(_process_medians(b), _process_medians(n)) for b, n in both
+                       if b.status == n.status == "ok" and _process_medians(b) and _process_medians(n)])  # fmt: skip
     cases = []
     for key in sorted(base_rows.keys() | new_rows.keys(), key=lambda k: (k[0].lower(), *k[1:])):
         if key not in new_rows:
@@ -268,8 +306,12 @@ def compare(base: Summary | str | Path, new: Summary | str | Path, threshold_pct
                                         new_status=row.status, new_verdict=_verdict(row)))  # fmt: skip
         else:
             b, n = base_rows[key], new_rows[key]
-            cases.append(compare_rows(b, n, threshold_pct, base.environment_of(b), new.environment_of(n)))
+            cases.append(compare_rows(b, n, threshold_pct, base.environment_of(b), new.environment_of(n), noise or 0.0))
     notes = []
+    if noise is not None and noise > PROCESS_NOISE_FLOOR:
+        processes = [len(_process_medians(row)) for pair in both for row in pair]
+        notes.append(f"noisy runs: the cases' ratios spread {100 * noise:.1f}% per process (over the {100 * PROCESS_NOISE_FLOOR:g}% "
+                     f"floor), so each case is called against that spread: on a quieter machine, {_more_processes(*processes)}")  # fmt: skip
     if machine_fingerprint(base.environment) != machine_fingerprint(new.environment):
         notes.append(f"the two sides ran on different machines ({base.environment.get('host')}, "
                      f"{new.environment.get('host')}): read changes as between machines, not only between code")  # fmt: skip
@@ -277,4 +319,4 @@ def compare(base: Summary | str | Path, new: Summary | str | Path, threshold_pct
         notes.append(f"torch {base.environment.get('torch')} -> {new.environment.get('torch')}")
     order = {call: i for i, call in enumerate(CALLS)}
     cases.sort(key=lambda case: order[case.call])  # regressions first
-    return Comparison(base.source, new.source, threshold_pct, tuple(cases), tuple(notes))
+    return Comparison(base.source, new.source, threshold_pct, tuple(cases), tuple(notes), noise)
