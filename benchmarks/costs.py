@@ -53,7 +53,10 @@ def table(summary: Path) -> None:
     document = json.loads(summary.read_text(encoding="utf-8"))
     environment = document["environment"]
     again = costs.measure_peak(environment.get("device", "cpu"), environment.get("threads"), seconds=10.0)
-    best = max(again.gflops, environment["peak_gflops"])
+    # Each row's pct_of_peak is against the peak its own run measured: every run's reading counts.
+    runs = {path.stem: json.loads(path.read_text(encoding="utf-8"))["environment"] for path in sorted((summary.parent / "runs").glob("*.json"))}
+    readings = {run: env["peak_gflops"] for run, env in runs.items() if env.get("peak_gflops")} or {"summary": environment["peak_gflops"]}
+    best = max(again.gflops, *readings.values())
     rows = []
     for row in document["results"]:
         if row["status"] != "ok":
@@ -74,7 +77,9 @@ def table(summary: Path) -> None:
         ))  # fmt: skip
     headers = ["model", "mode", "batch", "verdict", "GFLOP/sample", "GFLOP/s", "% of sweep's peak", "% of best peak",
                "compute limit", "peak MB", "FLOPs note"]  # fmt: skip
-    notes = (f"Sweep's peak: {environment['peak_gflops']} GFLOP/s ({environment['peak_method']}). "
+    peaks = "; ".join(f"{run}: {runs[run]['peak_gflops']} GFLOP/s ({runs[run]['peak_method']})" if run in runs else f"{gflops} GFLOP/s"
+                      for run, gflops in readings.items())  # fmt: skip
+    notes = (f"% of sweep's peak: each row's own pct_of_peak, against the peak its run measured ({peaks}). "
              f"Measured again after it: {again.gflops} GFLOP/s ({again.method}). Best peak: {best} GFLOP/s. "
              f"Compute limit from the best peak (KERNEL_LIMITED_BELOW_PCT = {costs.KERNEL_LIMITED_BELOW_PCT:g}).")  # fmt: skip
     append(f"Costs: pct_of_peak for every case of a sweep ({summary})", tabulate(rows, headers=headers, disable_numparse=True), notes)
