@@ -194,14 +194,19 @@ def explain(rows: list[dict[str, Any]]) -> str:
         priced = dispatch.estimate(real, calibration, row["tool ms"], row["real iqr ms"])
         events = {kind: priced.events_per_step[kind] * prices.of(kind) for kind in ("call", "nested", "autograd")}
         as_strided = [trace.fixed_cost_op_us.get("aten::as_strided") for trace in (real, twin)]
+        # The same events with the Python gap the twin shows: what the pricing gives with coldness read right.
+        twin_python = max(0.0, (twin.least_python_gap_us or 0.0) - calibration.step_gap_us - priced.events_per_step["call"] * prices.call_gap_us)
+        truth_us = row["twin"] * row["real ms"] * 1e3
         table.append((
-            row["case"], f"{row['twin'] * row['real ms'] * 1e3:.0f}", f"{priced.overhead_us:.0f}",
+            row["case"], f"{truth_us:.0f}", f"{priced.overhead_us:.0f}",
             *(f"{us:.0f}" for us in events.values()), f"{priced.python_us:.0f}", f"{real.least_python_gap_us or 0:.0f}",
             f"{priced.cold:.2f}", f"{twin.least_python_gap_us or 0:.0f}",
             "" if None in as_strided else f"{as_strided[0] / as_strided[1]:.1f}",
+            f"{priced.overhead_us / truth_us:.2f}", f"{(sum(events.values()) + twin_python) / truth_us:.2f}",
         ))  # fmt: skip
     return tabulate(table, headers=["case", "truth µs", "tool µs", "calls µs", "nested µs", "autograd µs", "Python µs",
-                                    "real gap µs", "cold", "twin gap µs", "as_strided real/twin"], disable_numparse=True)  # fmt: skip
+                                    "real gap µs", "cold", "twin gap µs", "as_strided real/twin", "tool/truth",
+                                    "at twin's gap / truth"], disable_numparse=True)  # fmt: skip
 
 
 def main() -> None:
