@@ -103,9 +103,10 @@ def run_noise(sides: Sequence[tuple[Sequence[float], Sequence[float]]]) -> float
     """The spread per process that the noise between two runs puts on a case, from all of them at once.
 
     ``sides`` holds each case's per-process medians, base and new. Each case's log ratio of geometric
-    means is scaled to one process (divided by ``sqrt(1/n_base + 1/n_new)``), and the spread of those is 1.4826 x their median absolute deviation from the median: a few cases
-    that really changed, or a change that moved every case alike, do not inflate it. The result is in
-    the units of ``PROCESS_NOISE_FLOOR``. None with fewer than ``RUN_NOISE_MIN_CASES`` cases.
+    means is scaled to one process (divided by ``sqrt(1/n_base + 1/n_new)``), and their spread is 1.4826
+    x their median absolute deviation from their median: a few cases that really changed, or a change
+    that moved every case alike, do not inflate it. The result is in the units of
+    ``PROCESS_NOISE_FLOOR``. None with fewer than ``RUN_NOISE_MIN_CASES`` cases.
     """
     if len(sides) < RUN_NOISE_MIN_CASES:
         return None
@@ -291,9 +292,10 @@ def compare(base: Summary | str | Path, new: Summary | str | Path, threshold_pct
     new_rows = {row.key: row for row in new.rows}
     if not base_rows.keys() & new_rows.keys():
         raise ValueError(f"{base.source} and {new.source} have no case in common (model, mode, device, variant)")
-    both = [(base_rows[key], new_rows[key]) for key in base_rows.keys() & new_rows.keys()]
-    noise = run_noise([(_process_medians(b), _process_medians(n)) for b, n in both
-                       if b.status == n.status == "ok" and _process_medians(b) and _process_medians(n)])  # fmt: skip
+    timed = [(_process_medians(base_rows[key]), _process_medians(new_rows[key])) for key in base_rows.keys() & new_rows.keys()
+             if base_rows[key].status == new_rows[key].status == "ok"]  # fmt: skip
+    timed = [(b, n) for b, n in timed if b and n]
+    noise = run_noise(timed)
     cases = []
     for key in sorted(base_rows.keys() | new_rows.keys(), key=lambda k: (k[0].lower(), *k[1:])):
         if key not in new_rows:
@@ -309,7 +311,7 @@ def compare(base: Summary | str | Path, new: Summary | str | Path, threshold_pct
             cases.append(compare_rows(b, n, threshold_pct, base.environment_of(b), new.environment_of(n), noise or 0.0))
     notes = []
     if noise is not None and noise > PROCESS_NOISE_FLOOR:
-        processes = [len(_process_medians(row)) for pair in both for row in pair]
+        processes = [len(side) for pair in timed for side in pair]
         notes.append(f"noisy runs: the cases' ratios spread {100 * noise:.1f}% per process (over the {100 * PROCESS_NOISE_FLOOR:g}% "
                      f"floor), so each case is called against that spread: on a quieter machine, {_more_processes(*processes)}")  # fmt: skip
     if machine_fingerprint(base.environment) != machine_fingerprint(new.environment):
