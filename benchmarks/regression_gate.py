@@ -27,9 +27,9 @@ from tabulate import tabulate
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._report import append  # noqa: E402
-from torchbenchmark.compare import compare_rows, run_noise  # noqa: E402
+from torchbenchmark.compare import compare  # noqa: E402
 from torchbenchmark.results import CaseResult, Samples  # noqa: E402
-from torchbenchmark.storage import load_summary  # noqa: E402
+from torchbenchmark.storage import RunRecord, load_summary, summary_of_records  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("squeezenet1_1,mobilenet_v2,shufflenet_v2_x1_0,resnet18,lstm_lm,dlrm,soft_actor_critic,"
@@ -107,21 +107,21 @@ def gate_pairs(folder: Path, repeat: int) -> list[Pair]:
 def rates(runs: list[list[Pair]], slices: list[slice], factor: float) -> tuple[Rate, Rate]:
     """How often the gate, and the bare 7% rule on medians, call B slower than A with B scaled by ``factor``.
 
-    Each slice of each run is one comparison, as ``compare`` makes it: its cases' run noise is measured
-    over all of them at once (a slowdown injected into every case moves them alike, leaving it unchanged)."""
+    Each slice of each run is one comparison made by ``compare`` itself, run noise included."""
     gate, bare = Rate(), Rate()
     for pairs in runs:
         for part in slices:
-            sides = [(scaled(ra, 1.0, part), scaled(rb, factor, part), env_a, env_b) for ra, rb, env_a, env_b in pairs]
-            noise = run_noise([(base.samples.process_medians_ms, new.samples.process_medians_ms) for base, new, _, _ in sides])
-            for base, new, env_a, env_b in sides:
-                gate.total += 1
+            base_rows = [scaled(ra, 1.0, part) for ra, _, _, _ in pairs]
+            new_rows = [scaled(rb, factor, part) for _, rb, _, _ in pairs]
+            comparison = compare(summary_of_records([RunRecord("a", pairs[0][2], None, tuple(base_rows))], "a"),
+                                 summary_of_records([RunRecord("b", pairs[0][3], None, tuple(new_rows))], "b"))  # fmt: skip
+            gate.called += len([case for case in comparison.cases if case.call == "slower"])
+            gate.total += len(comparison.cases)
+            for base, new in zip(base_rows, new_rows):
+                ratio = statistics.median(new.samples.process_medians_ms) / statistics.median(base.samples.process_medians_ms)
+                bare.called += ratio > BARE_THRESHOLD
                 bare.total += 1
-                gate.called += compare_rows(base, new, 5.0, env_a, env_b, noise or 0.0).call == "slower"
-                median = statistics.median
-                bare.called += median(new.samples.process_medians_ms) / median(base.samples.process_medians_ms) > BARE_THRESHOLD
     return gate, bare
-
 
 if __name__ == "__main__":
     main()

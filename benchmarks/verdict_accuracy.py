@@ -189,7 +189,8 @@ def explain(rows: list[dict[str, Any]]) -> str:
     prices, table = calibration.prices, []
     for row in rows:
         real = overhead_events_of_trace(row["trace"])
-        twin_path = row.get("twin trace") or str(Path(row["trace"]).with_name(Path(row["trace"]).name.split("-")[0] + "-twin-bs1.pt.trace.json.gz"))
+        mode = row["case"].split()[1]  # results written before the twin's trace was recorded: it sits beside the real one
+        twin_path = row.get("twin trace") or str(Path(row["trace"]).with_name(f"{mode}-twin-bs1.pt.trace.json.gz"))
         twin = overhead_events_of_trace(twin_path)
         priced = dispatch.estimate(real, calibration, row["tool ms"], row["real iqr ms"])
         events = {kind: priced.events_per_step[kind] * prices.of(kind) for kind in ("call", "nested", "autograd")}

@@ -292,9 +292,9 @@ def compare(base: Summary | str | Path, new: Summary | str | Path, threshold_pct
     new_rows = {row.key: row for row in new.rows}
     if not base_rows.keys() & new_rows.keys():
         raise ValueError(f"{base.source} and {new.source} have no case in common (model, mode, device, variant)")
-    timed = [(_process_medians(base_rows[key]), _process_medians(new_rows[key])) for key in base_rows.keys() & new_rows.keys()
-             if base_rows[key].status == new_rows[key].status == "ok"]  # fmt: skip
-    timed = [(b, n) for b, n in timed if b and n]
+    ok_in_both = [key for key in base_rows.keys() & new_rows.keys() if base_rows[key].status == new_rows[key].status == "ok"]
+    timed = [(_process_medians(base_rows[key]), _process_medians(new_rows[key])) for key in ok_in_both]
+    timed = [(b, n) for b, n in timed if b and n]  # a row with no step time has nothing to spread
     noise = run_noise(timed)
     cases = []
     for key in sorted(base_rows.keys() | new_rows.keys(), key=lambda k: (k[0].lower(), *k[1:])):
