@@ -267,16 +267,19 @@ def run_rank(spec: CaseSpec, out_dir: Path, scratch: Path | None) -> CaseResult 
         status("gather")
         gathered: list[Any] = [None] * world_size if rank == 0 else []
         dist.gather_object(mine, gathered if rank == 0 else None, dst=0)
-        timings["total"] = round(time.perf_counter() - started, 3)
-        status("done")
-        if rank != 0:
-            return None
-        light = summarize_trace(profiled.trace_path, top=spec.top_ops)
-        priced = dispatch.estimate(overhead_events_of_trace(profiled.trace_path), calibration, measured.steps.median_ms,
-                                   measured.steps.iqr_ms)  # fmt: skip
-        return _row(spec, meta, model, device, backend, calibration, priced, light, gathered, timings)
+        # Every rank past the gather before any tears the group down: a rank that left while another still
+        # held its connections died in gloo's teardown ("terminate called without an active exception").
+        dist.barrier()
     finally:
         dist.destroy_process_group()
+    timings["total"] = round(time.perf_counter() - started, 3)
+    status("done")
+    if rank != 0:
+        return None
+    light = summarize_trace(profiled.trace_path, top=spec.top_ops)
+    priced = dispatch.estimate(overhead_events_of_trace(profiled.trace_path), calibration, measured.steps.median_ms,
+                               measured.steps.iqr_ms)  # fmt: skip
+    return _row(spec, meta, model, device, backend, calibration, priced, light, gathered, timings)
 
 
 def _row(
