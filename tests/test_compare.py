@@ -482,3 +482,24 @@ def test_compare_rows_takes_the_run_noise_as_a_floor() -> None:
     assert compare_rows(base, new, 5.0, ENV, ENV).call == "slower"
     called = compare_rows(base, new, 5.0, ENV, ENV, noise=0.05)
     assert called.call == "same" and called.estimate.spread == 0.05
+
+
+def test_compare_pool_reads_each_side_as_all_its_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Base and change took turns; a load spell hit only the change's second run: the latest runs alone call it
+    10% slower, all the runs pooled call it the same."""
+    from torchbenchmark.cli import main
+    from torchbenchmark.storage import write_record
+
+    turns = (("base", 10.0), ("new", 10.0), ("base", 10.0), ("new", 11.0))
+    for turn, (folder, ms) in enumerate(turns):
+        write_record(tmp_path / folder, RunRecord(f"20260101T00000{turn}.000000Z-aaaa", ENV, None, (row("m", [ms]),), state="complete"))
+    base, new = str(tmp_path / "base"), str(tmp_path / "new")
+    assert main(["compare", base, new]) == 1
+    assert main(["compare", "--pool", base, new, "--json", str(tmp_path / "pooled.json")]) == 0
+    (case,) = json.loads((tmp_path / "pooled.json").read_text())["cases"]
+    assert case["call"] == "same" and (case["estimate"]["n_base"], case["estimate"]["n_new"]) == (2, 2)
+    assert case["new_ms"] == 10.5
+    capsys.readouterr()
+    record = next((tmp_path / "new" / "runs").glob("*.json"))
+    assert main(["compare", "--pool", base, str(record)]) == 2
+    assert "pooling needs an output folder with run records" in capsys.readouterr().err

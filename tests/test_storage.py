@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from torchbenchmark import storage, sweep
-from torchbenchmark.results import CaseResult, StepTime
+from torchbenchmark.results import CaseResult, Samples, StepTime
 from torchbenchmark.storage import RunRecord, StorageError, load_summary
 from torchbenchmark.summary import render_text
 from torchbenchmark.sweep import SweepOptions, run_sweep
@@ -168,3 +168,48 @@ def test_write_atomic_leaves_no_temporary_file_when_the_write_fails(monkeypatch:
         storage.write_atomic(target, "new")
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]
+
+
+def timed_row(model: str, medians: tuple[float, ...], batch_size: int = 4, status: str = "ok") -> CaseResult:
+    if status != "ok":
+        return CaseResult(model=model, mode="train", device="cpu", status=status, error="boom")
+    ms = sorted(medians)[len(medians) // 2]
+    return CaseResult(model=model, mode="train", device="cpu", status="ok", batch_size=batch_size,
+                      step_time=StepTime(ms, 0.1, ms, 10), samples=Samples(medians, tuple((m,) for m in medians)))  # fmt: skip
+
+
+def test_pooling_joins_the_processes_of_every_run_that_measured_a_case_alike(tmp_path: Path) -> None:
+    runs = [("20260101T000001.000000Z-aaaa", ENV, [timed_row("a", (10.0,)), timed_row("b", (5.0,))]),
+            ("20260101T000002.000000Z-bbbb", ENV, [timed_row("a", (11.0, 12.0)), timed_row("b", (6.0,), batch_size=8)]),
+            ("20260101T000003.000000Z-cccc", {**ENV, "torch": "2.15.0"}, [timed_row("c", (1.0,))]),
+            ("20260101T000004.000000Z-dddd", ENV, [timed_row("a", (13.0,)), timed_row("c", (2.0,))])]  # fmt: skip
+    for run_id, env, rows in runs:
+        storage.write_record(tmp_path, RunRecord(run_id, env, None, tuple(rows), state="complete"))
+    latest = {row.model: row for row in load_summary(tmp_path).rows}
+    pooled = {row.model: row for row in load_summary(tmp_path, pool=True).rows}
+    # a: every run's processes, oldest first; the step time is their median; the row stays the latest run's.
+    assert pooled["a"].samples.process_medians_ms == (10.0, 11.0, 12.0, 13.0)
+    assert pooled["a"].samples.window_medians_ms == ((10.0,), (11.0,), (12.0,), (13.0,))
+    assert pooled["a"].step_time.median_ms == 11.5 and pooled["a"].step_time.n == 30
+    assert pooled["a"].run_id == latest["a"].run_id == "20260101T000004.000000Z-dddd"
+    # b at another batch size and c under another torch are measured otherwise: the latest run's alone.
+    assert pooled["b"] == latest["b"] and pooled["b"].samples.process_medians_ms == (6.0,)
+    assert pooled["c"] == latest["c"] and pooled["c"].samples.process_medians_ms == (2.0,)
+
+
+def test_pooling_leaves_a_case_whose_latest_run_failed_as_it_is(tmp_path: Path) -> None:
+    for run_id, row in (("20260101T000001.000000Z-aaaa", timed_row("a", (10.0,))),
+                        ("20260101T000002.000000Z-bbbb", timed_row("a", (), status="failed")),
+                        ("20260101T000003.000000Z-cccc", timed_row("b", (1.0,)))):  # fmt: skip
+        storage.write_record(tmp_path, RunRecord(run_id, ENV, None, (row,), state="complete"))
+    pooled = {row.model: row for row in load_summary(tmp_path, pool=True).rows}
+    assert pooled["a"].status == "failed"
+    assert pooled["b"].samples.process_medians_ms == (1.0,)
+
+
+def test_pooling_needs_an_output_folder_of_records(tmp_path: Path) -> None:
+    storage.write_record(tmp_path, RunRecord("20260101T000001.000000Z-aaaa", ENV, None, (timed_row("a", (1.0,)),), state="complete"))
+    record = next((tmp_path / "runs").glob("*.json"))
+    for path in (record, tmp_path / "missing", tmp_path / "runs"):
+        with pytest.raises(StorageError, match="pooling needs an output folder with run records"):
+            load_summary(path, pool=True)

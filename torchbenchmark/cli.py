@@ -318,6 +318,10 @@ BASE and NEW: each an output folder (its run records), a summary.json, or one ru
 (OUT/runs/<run-id>.json). Each case on either side gets a call: slower, faster, same (within the
 threshold or within noise), new failure, fixed, verdict changed, not compared, only in base, only in new.
 
+On a shared machine, let the base and the change take turns (base, change, base, change, ..., each
+side's runs into its own folder) and compare with --pool: the machine's drift during the session then
+weighs on both sides alike.
+
 exit status: 0 nothing slower or newly failing; 1 a case regressed; 2 usage error (unreadable input,
 nothing in common).
 """
@@ -334,13 +338,17 @@ def build_compare_parser() -> argparse.ArgumentParser:
     parser.add_argument("new", metavar="NEW")
     parser.add_argument("--threshold", type=_percent, default=DEFAULT_THRESHOLD_PCT,
                         help=f"smallest change in %% called faster or slower (default: {DEFAULT_THRESHOLD_PCT:g})")  # fmt: skip
+    parser.add_argument("--pool", action="store_true",
+                        help="BASE and NEW are output folders of several runs each (runs that took turns on one machine): "
+                             "time each case with the processes of every run that measured it alike, not only the latest run")  # fmt: skip
     parser.add_argument("--json", metavar="FILE", type=Path, help="also write the comparison as JSON")
     parser.add_argument("--html", metavar="FILE", type=Path, help="also write the comparison as a self-contained HTML page")
     return parser
 
 
 def run_compare(
-    base: str | Path, new: str | Path, threshold_pct: float, json_path: Path | None, html_path: Path | None = None
+    base: str | Path, new: str | Path, threshold_pct: float, json_path: Path | None, html_path: Path | None = None,
+    pool: bool = False,
 ) -> int:
     """Compare, print the table, write --json and --html; a usage error for unreadable input or nothing in common."""
     from torchbenchmark.compare import compare
@@ -351,7 +359,7 @@ def run_compare(
         if path is not None:
             check_new_file(path, flag)
     try:
-        sides = load_summary(base), load_summary(new)
+        sides = load_summary(base, pool), load_summary(new, pool)
         comparison = compare(*sides, threshold_pct)
     except (StorageError, ValueError) as error:
         raise UsageError(str(error)) from None
@@ -388,7 +396,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return check_cli.main(argv[1:])
         if argv[:1] == ["compare"]:
             compare_args = build_compare_parser().parse_args(argv[1:])
-            return run_compare(compare_args.base, compare_args.new, compare_args.threshold, compare_args.json, compare_args.html)
+            return run_compare(compare_args.base, compare_args.new, compare_args.threshold, compare_args.json, compare_args.html,
+                               compare_args.pool)  # fmt: skip
         args = build_parser().parse_args(argv)
         import_timeout_s = min(IMPORT_TIMEOUT_S, args.timeout)
         if args.list:

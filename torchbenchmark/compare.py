@@ -279,15 +279,19 @@ def compare_rows(
     return CaseComparison(**fields, call=call, estimate=estimate, notes=tuple(notes))
 
 
-def compare(base: Summary | str | Path, new: Summary | str | Path, threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> Comparison:
+def compare(
+    base: Summary | str | Path, new: Summary | str | Path, threshold_pct: float = DEFAULT_THRESHOLD_PCT, pool: bool = False
+) -> Comparison:
     """Compare two results (output folders, summary.json files or run records, or loaded summaries).
 
+    ``pool``: each side is an output folder whose runs all count, every process of every run that
+    measured a case alike (``storage.pooled_rows``): the two sides of runs that took turns.
     Raises ValueError when the two sides have no case in common; StorageError when a side cannot be read.
     """
     if not threshold_pct >= 0:
         raise ValueError(f"threshold must be a percentage of 0 or more, got {threshold_pct}")
-    base = base if isinstance(base, Summary) else load_summary(base)
-    new = new if isinstance(new, Summary) else load_summary(new)
+    base = base if isinstance(base, Summary) else load_summary(base, pool)
+    new = new if isinstance(new, Summary) else load_summary(new, pool)
     base_rows = {row.key: row for row in base.rows}
     new_rows = {row.key: row for row in new.rows}
     if not base_rows.keys() & new_rows.keys():

@@ -4,8 +4,9 @@ Every sweep writes one record, ``OUT/runs/<run-id>.json``: the run's environment
 per case it ran. The record is rewritten (atomically) as cases finish and never touched once the run
 has ended. ``OUT/summary.json`` and ``summary.txt`` are a *view*: the latest row of each case key over
 all records, so deleting or corrupting them costs nothing, and a case this run did not reach keeps
-its earlier row. Readers are strict: a file that is not what it claims to be is an error naming the
-file and the problem, never a silent drop.
+its earlier row. A *pooled* view (``load_summary(folder, pool=True)``, ``compare --pool``) keeps those
+rows but times each case with the processes of every run that measured it alike. Readers are strict: a
+file that is not what it claims to be is an error naming the file and the problem, never a silent drop.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ import hashlib
 import json
 import math
 import os
+import statistics
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from torchbenchmark.results import CaseResult, InvalidRow
+from torchbenchmark.results import CaseResult, InvalidRow, Samples
 
 SCHEMA_VERSION = 2  # 1 was the summary.json of earlier versions: no records, no schema_version
 RUNS_DIR = "runs"
@@ -259,11 +261,44 @@ def latest_rows(records: Sequence[RunRecord]) -> list[CaseResult]:
     return sort_rows(latest.values())
 
 
-def summary_of_records(records: Sequence[RunRecord], source: str) -> Summary:
+def pooled_rows(records: Sequence[RunRecord]) -> list[CaseResult]:
+    """The view, each ok row timed by every run that measured its case alike, for comparing step times.
+
+    Runs of a base and of a change that took turns on one machine (base, change, base, change, ...)
+    leave two folders of several runs each; pooled, each side holds every process it ran, so a load
+    that drifted during the session weighs on both sides alike. An earlier row joins when it is ok and
+    measured alike: the same batch size, machine fingerprint and torch. The step time becomes the median
+    of all the processes' medians; the profile, verdict and costs stay the latest run's.
+    """
+    environments = {record.run_id: record.environment for record in records}
+
+    def alike(row: CaseResult, latest: CaseResult) -> bool:
+        a, b = environments[row.run_id or ""], environments[latest.run_id or ""]
+        return (row.status == "ok" and row.batch_size == latest.batch_size and bool(row.samples.process_medians_ms)
+                and machine_fingerprint(a) == machine_fingerprint(b) and a.get("torch") == b.get("torch"))  # fmt: skip
+
+    pooled = []
+    for latest in latest_rows(records):
+        rows = [dataclasses.replace(row, run_id=record.run_id) for record in records for row in record.rows if row.key == latest.key]
+        alike_rows = [row for row in rows if alike(row, latest)]
+        if latest.status != "ok" or latest.step_time is None or len(alike_rows) < 2:
+            pooled.append(latest)
+            continue
+        samples = Samples(tuple(m for row in alike_rows for m in row.samples.process_medians_ms),
+                          tuple(w for row in alike_rows for w in row.samples.window_medians_ms))  # fmt: skip
+        step = dataclasses.replace(latest.step_time, median_ms=statistics.median(samples.process_medians_ms),
+                                   n=sum(row.step_time.n for row in alike_rows if row.step_time))  # fmt: skip
+        pooled.append(dataclasses.replace(latest, samples=samples, step_time=step))
+    return pooled
+
+
+def summary_of_records(records: Sequence[RunRecord], source: str, pool: bool = False) -> Summary:
+    """The view of ``records``: the latest row per case, or with ``pool`` the pooled rows (``pooled_rows``)."""
     if not records:
         raise StorageError(f"{source}: no run records")
     runs = {record.run_id: {**record.environment, "fingerprint": record.fingerprint} for record in records}
-    return Summary(source, runs[records[-1].run_id], tuple(latest_rows(records)), runs)
+    rows = pooled_rows(records) if pool else latest_rows(records)
+    return Summary(source, runs[records[-1].run_id], tuple(rows), runs)
 
 
 def legacy_record(path: Path) -> RunRecord | None:
@@ -287,16 +322,20 @@ def legacy_record(path: Path) -> RunRecord | None:
                      extra={"imported_from": SUMMARY_JSON})  # fmt: skip
 
 
-def load_summary(path: str | Path) -> Summary:
+def load_summary(path: str | Path, pool: bool = False) -> Summary:
     """Rows from an output folder (its records), a summary.json, or one run record.
 
-    Raises StorageError naming the file and the problem when it cannot be read as any of these.
+    ``pool`` times each case of a folder with every run that measured it alike (``pooled_rows``); only a
+    folder holds several runs. Raises StorageError naming the file and the problem when it cannot be read
+    as any of these.
     """
     path = Path(path)
+    records = read_records(path) if path.is_dir() else []
+    if records:
+        return summary_of_records(records, str(path), pool)
+    if pool:
+        raise StorageError(f"{path}: pooling needs an output folder with run records ({RUNS_DIR}/*.json)")
     if path.is_dir():
-        records = read_records(path)
-        if records:
-            return summary_of_records(records, str(path))
         if (path / SUMMARY_JSON).is_file():
             return load_summary(path / SUMMARY_JSON)
         raise StorageError(f"{path}: no run records ({RUNS_DIR}/*.json) and no {SUMMARY_JSON}: not an output folder")
