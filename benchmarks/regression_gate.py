@@ -3,11 +3,15 @@
     python benchmarks/regression_gate.py --out /tmp/gate            # two sweeps, then the analysis
     python benchmarks/regression_gate.py --out /tmp/gate --analyse  # the analysis of sweeps already run
     python benchmarks/regression_gate.py --out /tmp/gate2 --models a,b --also /tmp/gate  # more cases, pooled
+    python benchmarks/regression_gate.py --out /tmp/turns --turns 3 --repeat 1  # A and B taking turns
 
 Two sweeps of the same cases, A then B, each with ``--repeat N`` (default 3: N processes per case, in
-rounds over the cases). A against B is an A/A comparison: every case called ``slower`` is a false alarm. The same data
-give both settings: process i of A against process i of B is a comparison at the default ``--repeat 1``
-(N per case), all N against all N one at ``--repeat N``. Slowdowns of 3 to 20% (``FACTORS``) are injected
+rounds over the cases); or, with ``--turns K``, K sweeps a side taking turns (A, B, A, B, ...), each
+side read as ``compare --pool`` reads it. A against B is an A/A comparison: every case called
+``slower`` is a false alarm. The same data give every setting up to a side's P processes: process i of
+A against process i of B is a comparison at the default ``--repeat 1`` (P per case), all P against all
+P one with every process (``--repeat P``, or K turns and ``--pool``), and with P over 3, processes 1-3
+against 1-3 (then 4-6, ...) one of three a side. Slowdowns of 3 to 20% (``FACTORS``) are injected
 by scaling B's measured samples, so the noise they are detected through is the machine's own; the
 smallest detected in at least 90% of comparisons is the change the gate catches reliably. The bare
 7% threshold on medians that TorchBench's gate uses is scored on the same data for comparison.
@@ -60,12 +64,17 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="processes per case in each sweep (default: 3)")
     parser.add_argument("--also", type=Path, action="append", default=[],
                         help="pool the sweeps of another --out folder (same --repeat) into the analysis")
+    parser.add_argument("--turns", type=int, default=1,
+                        help="sweeps a side, A and B taking turns (A, B, A, B, ...), compared with --pool (default: 1)")
     args = parser.parse_args()
     if not args.analyse:
-        sweep(args.out / "a", args.models, args.repeat)
-        sweep(args.out / "b", args.models, args.repeat)
-    runs = [gate_pairs(folder, args.repeat) for folder in (args.out, *args.also)]  # each folder's own A/A pairs
-    settings = {"--repeat 1": [slice(i, i + 1) for i in range(args.repeat)], f"--repeat {args.repeat}": [slice(0, args.repeat)]}
+        for _ in range(args.turns):
+            sweep(args.out / "a", args.models, args.repeat)
+            sweep(args.out / "b", args.models, args.repeat)
+    processes = args.repeat * args.turns  # a side's processes per case, oldest first
+    runs = [gate_pairs(folder, processes, pool=args.turns > 1) for folder in (args.out, *args.also)]  # each folder's own A/A pairs
+    settings = {setting_label(n, args.repeat): [slice(i, i + n) for i in range(0, processes - n + 1, n)]
+                for n in sorted({1, min(3, processes), processes})}  # fmt: skip
     rows, reliable = [], []
     for setting, slices in settings.items():
         smallest = {"gate": None, "bare": None}
@@ -96,12 +105,19 @@ class Rate:
         return 100.0 * self.called / self.total if self.total else 0.0
 
 
-def gate_pairs(folder: Path, repeat: int) -> list[Pair]:
-    """Each case ok in both sweeps of ``folder``, with ``repeat`` processes a side."""
-    a, b = load_summary(folder / "a"), load_summary(folder / "b")
+def setting_label(processes: int, repeat: int) -> str:
+    """How a user gets ``processes`` a side from sweeps of ``--repeat repeat``: in one run, or taking turns."""
+    if processes <= repeat:
+        return f"--repeat {processes}"
+    return f"{processes // repeat} turns a side, --pool" + (f", --repeat {repeat}" if repeat > 1 else "")
+
+
+def gate_pairs(folder: Path, processes: int, pool: bool = False) -> list[Pair]:
+    """Each case ok in both sides of ``folder``, with ``processes`` a side (with ``pool``, over all their runs)."""
+    a, b = load_summary(folder / "a", pool), load_summary(folder / "b", pool)
     return [(ra, rb, a.environment, b.environment) for ra in a.rows for rb in b.rows
             if ra.key == rb.key and ra.status == rb.status == "ok"
-            and len(ra.samples.process_medians_ms) == len(rb.samples.process_medians_ms) == repeat]  # fmt: skip
+            and len(ra.samples.process_medians_ms) == len(rb.samples.process_medians_ms) == processes]  # fmt: skip
 
 
 def rates(runs: list[list[Pair]], slices: list[slice], factor: float) -> tuple[Rate, Rate]:
