@@ -139,5 +139,6 @@ def rates(runs: list[list[Pair]], slices: list[slice], factor: float) -> tuple[R
                 bare.total += 1
     return gate, bare
 
+
 if __name__ == "__main__":
     main()

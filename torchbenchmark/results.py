@@ -140,6 +140,10 @@ class Samples:
     process_medians_ms: tuple[float, ...] = ()
     window_medians_ms: tuple[tuple[float, ...], ...] = ()  # per process, its windows in the order taken
 
+    def __add__(self, other: Samples) -> Samples:
+        """The processes of both, these first: one case's samples over several processes or runs."""
+        return Samples(self.process_medians_ms + other.process_medians_ms, self.window_medians_ms + other.window_medians_ms)
+
     def to_dict(self) -> dict[str, Any]:
         return {"process_medians_ms": list(self.process_medians_ms),
                 "window_medians_ms": [list(windows) for windows in self.window_medians_ms]}  # fmt: skip

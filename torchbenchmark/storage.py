@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import hashlib
 import json
 import math
+import operator
 import os
 import statistics
 import uuid
@@ -23,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from torchbenchmark.results import CaseResult, InvalidRow, Samples
+from torchbenchmark.results import CaseResult, InvalidRow
 
 SCHEMA_VERSION = 2  # 1 was the summary.json of earlier versions: no records, no schema_version
 RUNS_DIR = "runs"
@@ -284,8 +286,7 @@ def pooled_rows(records: Sequence[RunRecord]) -> list[CaseResult]:
         if latest.status != "ok" or latest.step_time is None or len(alike_rows) < 2:
             pooled.append(latest)
             continue
-        samples = Samples(tuple(m for row in alike_rows for m in row.samples.process_medians_ms),
-                          tuple(w for row in alike_rows for w in row.samples.window_medians_ms))  # fmt: skip
+        samples = functools.reduce(operator.add, (row.samples for row in alike_rows))
         step = dataclasses.replace(latest.step_time, median_ms=statistics.median(samples.process_medians_ms),
                                    n=sum(row.step_time.n for row in alike_rows if row.step_time))  # fmt: skip
         pooled.append(dataclasses.replace(latest, samples=samples, step_time=step))

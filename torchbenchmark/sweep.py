@@ -38,7 +38,7 @@ from torchbenchmark.environment import collect_environment
 from torchbenchmark.native_logs import case_log_environment
 from torchbenchmark.plugins import IMPORT_TIMEOUT_S, PluginProbe, probe_plugins
 from torchbenchmark.registry import is_plugin_spec, list_models, unknown_model_message
-from torchbenchmark.results import CaseResult, Samples, StepTime
+from torchbenchmark.results import CaseResult, StepTime
 from torchbenchmark.shard import Shard
 from torchbenchmark.spec import Budget, CaseSpec, Compile
 from torchbenchmark.summary import render_summary_json, render_text
@@ -367,10 +367,7 @@ def combine_repeats(first: CaseResult, later: CaseResult) -> CaseResult:
     """
     if first.status != "ok":
         return first
-    samples = Samples(
-        first.samples.process_medians_ms + later.samples.process_medians_ms,
-        first.samples.window_medians_ms + later.samples.window_medians_ms,
-    )
+    samples = first.samples + later.samples
     if later.status != "ok" or later.step_time is None or first.step_time is None:
         return dataclasses.replace(later, samples=samples)
     medians = samples.process_medians_ms
