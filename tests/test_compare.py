@@ -23,6 +23,8 @@ from torchbenchmark.compare import (
     compare_rows,
     ratio_interval,
     run_noise,
+    RatioEstimate,
+    processes_needed,
     t95,
 )
 from torchbenchmark.results import CaseResult, Dispatch, Samples, StepTime
@@ -153,14 +155,15 @@ def test_the_comparison_table_is_pinned() -> None:
     base = side(row("slow", [10.0] * 3), row("flat", [2.0] * 3), row("gone", [1.0]))
     new = side(row("slow", [11.0] * 3, batch_size=8), row("flat", [2.0] * 3, verdict="mixed"), row("added", [1.0]))
     text = render_comparison(compare(base, new)).splitlines()
-    assert text[:3] == ["base: side", "new:  side", "4 cases: 1 slower, 1 verdict changed, 1 only in base, 1 only in new"]
-    header, rule, *rows = text[4:10]
+    assert text[:4] == ["base: side", "new:  side", "4 cases: 1 slower, 1 verdict changed, 1 only in base, 1 only in new",
+                        "catches: slowdowns of 7.2% or more, 9 times in 10, in the median case"]  # fmt: skip
+    header, rule, *rows = text[5:11]
     assert header.split() == ["call", "model", "mode", "device", "base", "ms", "new", "ms", "new/base", "95%", "interval",
-                              "n", "verdict", "note"]  # fmt: skip
-    assert rows[0].split() == ["slower", "slow", "train", "cpu", "10.0", "11.0", "1.100", "1.065", "to", "1.136", "3/3",
+                              "n", "catches", "verdict", "note"]  # fmt: skip
+    assert rows[0].split() == ["slower", "slow", "train", "cpu", "10.0", "11.0", "1.100", "1.065", "to", "1.136", "3/3", "7.2%",
                                "compute-bound", "batch", "size", "4", "->", "8"]  # fmt: skip
     assert rows[1].split() == ["verdict", "changed", "flat", "train", "cpu", "2.00", "2.00", "1.000", "0.969", "to", "1.033",
-                               "3/3", "compute-bound", "->", "mixed"]  # fmt: skip
+                               "3/3", "7.2%", "compute-bound", "->", "mixed"]  # fmt: skip
     assert rows[2].split() == ["only", "in", "base", "gone", "train", "cpu", "1.00", "compute-bound"]
     assert rows[3].split() == ["only", "in", "new", "added", "train", "cpu", "1.00", "compute-bound"]
     assert "past the 5% threshold" in text[-1] or "past the 5% threshold" in "\n".join(text)
@@ -279,13 +282,51 @@ def test_a_ratio_exactly_at_the_threshold_is_not_past_it() -> None:
 def test_an_interval_touching_one_is_within_noise() -> None:
     slower = call(ok(medians=(1.0,)), ok(medians=(math.exp(H1),)))
     assert slower.estimate.low == 1.0 and slower.estimate.ratio > 1.05
-    assert (slower.call, slower.notes) == ("same", ("past the threshold but within noise: rerun with --repeat 3",))
+    # 5.7% is close to the 5% threshold: it takes many processes to tell apart
+    settle = "past the threshold but within noise: 30 processes a side would settle a change this size (--repeat 30, or 30 turns and --pool)"
+    assert (slower.call, slower.notes) == ("same", (settle,))
     faster = call(ok(medians=(1.0,)), ok(medians=(math.exp(-H1),)))
     assert faster.estimate.high == 1.0 and faster.estimate.ratio < 1 / 1.05
-    assert (faster.call, faster.notes) == ("same", ("past the threshold but within noise: rerun with --repeat 3",))
+    assert (faster.call, faster.notes) == ("same", (settle,))
     assert call(ok(medians=(1.0,)), ok(medians=(0.95,))).call == "same"  # past 5% faster, but the interval reaches 1.004
     wide = call(ok(medians=(10.0, 8.0, 12.0)), ok(medians=(11.0, 8.8, 13.2)))  # 10% slower, processes 40% apart
-    assert (wide.call, wide.notes) == ("same", ("past the threshold but within noise: rerun with more processes a side (--repeat 5)",))
+    assert (wide.call, wide.notes) == ("same", ("past the threshold but within noise: settling a change this size takes over 50 processes a side",))
+
+
+def test_what_a_comparison_catches_follows_from_its_spread_and_processes() -> None:
+    # Worked by hand at the 2% floor, one process a side: the interval's half-width 1.96 * 0.02 * sqrt(2) = 0.0554
+    # passes the threshold's log(1.05) = 0.0488, and 1.2816 standard errors (0.0363) beyond it make 9.60%.
+    one = call(ok(medians=(10.0,)), ok(medians=(10.0,)))
+    assert one.detectable_pct == pytest.approx(9.602, abs=0.001)
+    # Three a side: the threshold decides (a half-width of 0.032), and 0.0488 + 1.2816 * 0.0163 make 7.22%.
+    three = call(ok(medians=(10.0,) * 3), ok(medians=(10.0,) * 3))
+    assert three.detectable_pct == pytest.approx(7.221, abs=0.001)
+    assert compare(side(row("a", [10.0] * 3), row("b", [10.0])), side(row("a", [10.0] * 3), row("b", [10.0]))).detectable_pct == (
+        pytest.approx((7.221 + 9.602) / 2, abs=0.001))  # fmt: skip
+
+
+def test_the_processes_that_settle_a_change_are_the_fewest_that_catch_it() -> None:
+    assert processes_needed(0.02, 1.10, 5.0) == 1  # 9.60% caught with one process a side
+    assert processes_needed(0.02, 1.09, 5.0) == 2
+    assert processes_needed(0.02, 1 / 1.09, 5.0) == 2  # a speed-up alike
+    assert processes_needed(0.02, 1.06, 5.0) == 15  # near the threshold: 0.0488 + 1.2816 * 0.02 * sqrt(2 / n) <= 0.0583
+    assert processes_needed(0.20, 1.10, 5.0) is None
+
+
+@pytest.mark.parametrize(("sigma", "n", "floor"), [(0.02, 5, 0.02), (0.04, 3, 0.0), (0.05, 8, 0.0)])
+def test_a_slowdown_of_the_size_a_comparison_catches_is_called_9_times_in_10(sigma: float, n: int, floor: float) -> None:
+    """Processes drawn with a known spread: at a floor taken as known, and estimated from the sample (Student's t)."""
+    df = 0 if floor else 2 * n - 2
+    size = RatioEstimate(1.0, 1.0, math.exp(t95(df) * sigma * math.sqrt(2 / n)), sigma, n, n, df).detectable_pct(5.0)
+    rng = random.Random(n)
+    draws = 2000
+    called = 0
+    for _ in range(draws):
+        base = [math.exp(rng.gauss(0, sigma)) for _ in range(n)]
+        new = [(1 + size / 100) * math.exp(rng.gauss(0, sigma)) for _ in range(n)]
+        estimate = ratio_interval(base, new, noise_floor=floor)
+        called += estimate.ratio > 1.05 and estimate.low > 1.0
+    assert 0.86 <= called / draws <= 0.94
 
 
 def test_a_verdict_that_changes_is_noted_on_a_slower_or_faster_case_and_called_otherwise() -> None:
@@ -358,7 +399,7 @@ def test_comparison_to_dict_has_the_pinned_keys_and_counts_each_call() -> None:
     comparison = compare(base, new, threshold_pct=5)
     assert comparison.to_dict() == {
         "base": "side", "new": "side", "threshold_pct": 5, "confidence": 0.95, "process_noise_floor": PROCESS_NOISE_FLOOR,
-        "run_noise": None, "counts": {"slower": 1, "same": 2}, "exit_status": 1, "notes": ["torch 2.14.1 -> 2.15"],
+        "run_noise": None, "detectable_pct": pytest.approx(7.2206, abs=1e-4), "counts": {"slower": 1, "same": 2}, "exit_status": 1, "notes": ["torch 2.14.1 -> 2.15"],
         "cases": [case.to_dict() for case in comparison.cases],
     }  # fmt: skip
     assert repr(comparison) == "Comparison(side -> side: 1 slower, 2 same)"
@@ -385,7 +426,8 @@ def test_the_comparison_table_shows_a_left_aligned_variant_column_after_the_devi
     assert first[start:].startswith("eager ") and second[start:].startswith("inductor ")  # left-aligned under its header
     assert text.split("\n\n")[2] == (
         "new/base: ratio of median step times (per-process medians, geometric mean), with its 95% interval; "
-        "n: processes per side.\nslower/faster: past the 2.5% threshold and outside noise "
+        "n: processes per side; catches: the smallest slowdown a comparison measured alike calls slower 9 times in 10.\n"
+        "slower/faster: past the 2.5% threshold and outside noise "
         "(the interval excludes 1); same: within the threshold or within noise.\n"
     )
     assert "variant" not in render_comparison(compare(side(rows[0]), side(rows[0]))).split("\n\n")[1].splitlines()[0]
@@ -465,7 +507,7 @@ def test_a_slowdown_within_noisy_runs_noise_is_not_called_and_the_comparison_say
     assert {case.call for case in comparison.cases} == {"same"}
     assert comparison.exit_status == 0
     assert (f"noisy runs: the cases' ratios spread {100 * comparison.run_noise:.1f}% per process (over the 2% floor), so each "
-            "case is called against that spread: on a quieter machine, rerun with --repeat 3") in comparison.notes  # fmt: skip
+            "case is called against that spread (see each case's 'catches')") in comparison.notes  # fmt: skip
     assert comparison.to_dict()["run_noise"] == comparison.run_noise
 
 

@@ -287,6 +287,7 @@ def test_compare_html_writes_the_comparison_page_regressions_first(tmp_path) -> 
     body = text[text.index("<tbody>") :]
     assert body.index("tiny_rl") < body.index("convnet")  # the regression first
     assert "1.300" in body and ">slower<" in body
+    assert "This comparison catches slowdowns of 7.2% or more, 9 times in 10, in the median case" in text  # 3 a side, at the floor
 
 
 def test_compare_html_to_an_unwritable_place_is_a_usage_error(tmp_path) -> None:

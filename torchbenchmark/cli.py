@@ -317,6 +317,8 @@ COMPARE_EPILOG = """\
 BASE and NEW: each an output folder (its run records), a summary.json, or one run record
 (OUT/runs/<run-id>.json). Each case on either side gets a call: slower, faster, same (within the
 threshold or within noise), new failure, fixed, verdict changed, not compared, only in base, only in new.
+Each timed case also shows what it "catches": the smallest slowdown that a comparison measured alike
+calls slower 9 times in 10, from its spread and its processes a side.
 
 On a shared machine, let the base and the change take turns (base, change, base, change, ..., each
 side's runs into its own folder) and compare with --pool: the machine's drift during the session then

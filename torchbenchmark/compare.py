@@ -18,6 +18,11 @@ it keeps the gate from calling the machine's noise a regression.
 
 A case is called ``slower`` only when the ratio is past the practical threshold (default 5%) *and* its
 interval excludes 1; ``faster`` likewise. Everything else within the threshold or within noise is ``same``.
+
+What a comparison can see is part of its answer. From a case's spread and processes follows the smallest
+slowdown that a comparison measured alike calls ``slower`` 9 times in 10 (``RatioEstimate.detectable_pct``):
+a "same" from a comparison that catches only 20% slowdowns says little, and the table shows it per case.
+A case past the threshold but within noise is told how many processes a side would settle it.
 """
 
 from __future__ import annotations
@@ -40,17 +45,25 @@ CALLS = ("slower", "new failure", "faster", "fixed", "verdict changed", "same", 
 REGRESSIONS = ("slower", "new failure")
 # A comparison of at least this many cases measures the noise between its two runs from the cases themselves.
 RUN_NOISE_MIN_CASES = 8
+Z90 = 1.2816  # the one-sided normal quantile of 90%: "reliably" means 9 times in 10
+MOST_PROCESSES = 50  # the most processes a side that advice suggests; beyond, the change is within noise
 FAILURES = ("failed", "timeout")
-# Two-sided 95% quantiles of Student's t by degrees of freedom; above 30 the normal 1.96 is close enough.
-_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
-        12: 2.179, 15: 2.131, 20: 2.086, 25: 2.060, 30: 2.042}  # fmt: skip
+# Student's t by degrees of freedom: the two-sided 95% quantile and the one-sided 90% one. Above 30 the
+# normal's (1.96, 1.2816) are close enough.
+_T = {1: (12.706, 3.078), 2: (4.303, 1.886), 3: (3.182, 1.638), 4: (2.776, 1.533), 5: (2.571, 1.476),
+      6: (2.447, 1.440), 7: (2.365, 1.415), 8: (2.306, 1.397), 9: (2.262, 1.383), 10: (2.228, 1.372),
+      12: (2.179, 1.356), 15: (2.131, 1.341), 20: (2.086, 1.325), 25: (2.060, 1.316), 30: (2.042, 1.310)}  # fmt: skip
+_NORMAL = (1.96, Z90)
+
+
+def _quantiles(df: int) -> tuple[float, float]:
+    """t's quantiles for ``df`` degrees of freedom (the next smaller tabled df: conservative); 0: the normal's."""
+    return _T[max(k for k in _T if k <= df)] if 1 <= df <= 30 else _NORMAL
 
 
 def t95(df: int) -> float:
-    """The two-sided 95% t quantile for ``df`` degrees of freedom (the next smaller tabled df: conservative)."""
-    if df < 1:
-        return 1.96
-    return _T95[max(k for k in _T95 if k <= df)] if df <= 30 else 1.96
+    """The two-sided 95% t quantile for ``df`` degrees of freedom; below 1, the normal's."""
+    return _quantiles(df)[0]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,10 +76,22 @@ class RatioEstimate:
     spread: float  # the standard deviation of log(step time) per process that the interval used
     n_base: int
     n_new: int
+    df: int = 0  # the degrees of freedom of a spread estimated from the processes; 0: a floor, taken as known
 
     @property
     def change_pct(self) -> float:
         return 100.0 * (self.ratio - 1.0)
+
+    def detectable_pct(self, threshold_pct: float) -> float:
+        """The smallest slowdown that a comparison measured alike calls ``slower`` 9 times in 10.
+
+        It is called when its log ratio passes both the threshold and the interval's half-width; a true
+        change past both by t's one-sided 90% quantile of standard errors does so 9 times in 10 (the
+        usual sizing of a t test; within a point of 90% in simulation down to 2 processes a side).
+        """
+        error = self.spread * math.sqrt(1 / self.n_base + 1 / self.n_new)
+        reach = max(math.log1p(threshold_pct / 100.0), math.log(self.high / self.ratio))
+        return 100.0 * math.expm1(reach + _quantiles(self.df)[1] * error)
 
 
 def _log_sd(samples: Sequence[Sequence[float]]) -> tuple[float, int]:
@@ -93,10 +118,10 @@ def ratio_interval(
     observed, df = _log_sd([base, new])
     spread = max(noise_floor, window_spread, observed)
     # Student's t only when the spread is the sample's own; a floor is a known spread, so the normal.
-    quantile = t95(df) if observed >= max(noise_floor, window_spread) and df else 1.96
-    half = quantile * spread * math.sqrt(1 / len(base) + 1 / len(new))
+    df = df if observed >= max(noise_floor, window_spread) else 0
+    half = t95(df) * spread * math.sqrt(1 / len(base) + 1 / len(new))
     return RatioEstimate(math.exp(difference), math.exp(difference - half), math.exp(difference + half),
-                         spread, len(base), len(new))  # fmt: skip
+                         spread, len(base), len(new), df)  # fmt: skip
 
 
 def run_noise(sides: Sequence[tuple[Sequence[float], Sequence[float]]]) -> float | None:
@@ -118,9 +143,23 @@ def run_noise(sides: Sequence[tuple[Sequence[float], Sequence[float]]]) -> float
     return 1.4826 * statistics.median(abs(x - middle) for x in scaled)
 
 
-def _more_processes(*counts: int) -> str:
-    """The advice for a result within noise, by how many processes the sides already ran."""
-    return "rerun with --repeat 3" if min(counts) < 3 else f"rerun with more processes a side (--repeat {max(counts) + 2})"
+def processes_needed(spread: float, ratio: float, threshold_pct: float) -> int | None:
+    """Processes a side at which a true change of ``ratio`` is called 9 times in 10, at a known spread per
+    process of ``spread`` (as ``RatioEstimate.detectable_pct`` reckons); None if more than ``MOST_PROCESSES``."""
+    for n in range(1, MOST_PROCESSES + 1):
+        estimate = RatioEstimate(1.0, 1.0, math.exp(1.96 * spread * math.sqrt(2 / n)), spread, n, n)
+        if math.log1p(estimate.detectable_pct(threshold_pct) / 100.0) <= abs(math.log(ratio)):
+            return n
+    return None
+
+
+def _settle(estimate: RatioEstimate, threshold_pct: float) -> str:
+    """The advice for a case past the threshold but within noise: how many processes a side would call a
+    change of its size 9 times in 10 (``processes_needed``), which settles whether it is one."""
+    n = processes_needed(estimate.spread, estimate.ratio, threshold_pct)
+    if n is None:
+        return f"settling a change this size takes over {MOST_PROCESSES} processes a side"
+    return f"{n} processes a side would settle a change this size (--repeat {n}, or {n} turns and --pool)"
 
 
 def _process_medians(row: CaseResult) -> list[float]:
@@ -149,6 +188,7 @@ class CaseComparison:
     base_verdict: str | None = None
     new_verdict: str | None = None
     notes: tuple[str, ...] = ()
+    detectable_pct: float | None = None  # the smallest slowdown this case's measurement catches 9 times in 10
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -188,6 +228,12 @@ class Comparison:
         """0 when nothing is slower or newly failing, 1 when a case regressed."""
         return 1 if self.regressions else 0
 
+    @property
+    def detectable_pct(self) -> float | None:
+        """The median case's smallest slowdown caught 9 times in 10: what this comparison could see."""
+        sizes = [case.detectable_pct for case in self.cases if case.detectable_pct is not None]
+        return statistics.median(sizes) if sizes else None
+
     def counts(self) -> dict[str, int]:
         counts = {call: 0 for call in CALLS}
         for case in self.cases:
@@ -218,6 +264,7 @@ class Comparison:
             "confidence": 0.95,
             "process_noise_floor": PROCESS_NOISE_FLOOR,
             "run_noise": self.run_noise,
+            "detectable_pct": self.detectable_pct,
             "counts": self.counts(),
             "exit_status": self.exit_status,
             "notes": list(self.notes),
@@ -275,8 +322,9 @@ def compare_rows(
     if call in ("slower", "faster") and _verdict(base) != _verdict(new):
         notes.append(f"verdict {_verdict(base)} -> {_verdict(new)}")
     if call == "same" and abs(estimate.change_pct) > threshold_pct:
-        notes.append(f"past the threshold but within noise: {_more_processes(estimate.n_base, estimate.n_new)}")
-    return CaseComparison(**fields, call=call, estimate=estimate, notes=tuple(notes))
+        notes.append(f"past the threshold but within noise: {_settle(estimate, threshold_pct)}")
+    return CaseComparison(**fields, call=call, estimate=estimate, notes=tuple(notes),
+                          detectable_pct=estimate.detectable_pct(threshold_pct))  # fmt: skip
 
 
 def compare(
@@ -315,9 +363,8 @@ def compare(
             cases.append(compare_rows(b, n, threshold_pct, base.environment_of(b), new.environment_of(n), noise or 0.0))
     notes = []
     if noise is not None and noise > PROCESS_NOISE_FLOOR:
-        processes = [len(side) for pair in timed for side in pair]
         notes.append(f"noisy runs: the cases' ratios spread {100 * noise:.1f}% per process (over the {100 * PROCESS_NOISE_FLOOR:g}% "
-                     f"floor), so each case is called against that spread: on a quieter machine, {_more_processes(*processes)}")  # fmt: skip
+                     "floor), so each case is called against that spread (see each case's 'catches')")  # fmt: skip
     if machine_fingerprint(base.environment) != machine_fingerprint(new.environment):
         notes.append(f"the two sides ran on different machines ({base.environment.get('host')}, "
                      f"{new.environment.get('host')}): read changes as between machines, not only between code")  # fmt: skip

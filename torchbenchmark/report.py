@@ -593,6 +593,9 @@ def comparison_body(comparison: Comparison, base: Summary | None = None, new: Su
     else:
         verdict = '<p class="fine">Nothing slower and nothing newly failing.</p>'
     notes = "".join(f'<div class="warn">{_e(text)}</div>' for text in comparison.notes)
+    if comparison.detectable_pct is not None:
+        notes += (f"<p>This comparison catches slowdowns of {comparison.detectable_pct:.1f}% or more, 9 times in 10, in the "
+                  "median case; each case's own figure is its <em>catches</em> column.</p>")  # fmt: skip
     columns = list(COMPARISON_COLUMNS)
     columns[0] = dataclasses.replace(columns[0], html=lambda c: _badge(c.call))
     if any(case.variant != "eager" for case in comparison.cases):

@@ -266,6 +266,7 @@ COMPARISON_COLUMNS: tuple[Column, ...] = (
     Column("new/base", lambda c: "" if c.estimate is None else f"{c.estimate.ratio:.3f}"),
     Column("95% interval", _interval),
     Column("n", lambda c: "" if c.estimate is None else f"{c.estimate.n_base}/{c.estimate.n_new}"),
+    Column("catches", lambda c: "" if c.detectable_pct is None else f"{c.detectable_pct:.1f}%"),
     Column("verdict", _verdicts, numeric=False),
     Column("note", lambda c: "; ".join(c.notes), numeric=False),
 )
@@ -278,10 +279,13 @@ def render_comparison(comparison: Any) -> str:
         columns.insert(4, Column("variant", lambda c: c.variant, numeric=False))
     tally = ", ".join(f"{n} {call}" for call, n in comparison.counts().items())
     lines = [f"base: {comparison.base}", f"new:  {comparison.new}", f"{plural(len(comparison.cases), 'case')}: {tally}"]
+    if comparison.detectable_pct is not None:
+        lines.append(f"catches: slowdowns of {comparison.detectable_pct:.1f}% or more, 9 times in 10, in the median case")
     lines += [f"note: {note}" for note in comparison.notes]
     return (
         "\n".join(lines) + "\n\n" + render_columns(columns, comparison.cases) + "\n\n"
         f"new/base: ratio of median step times (per-process medians, geometric mean), with its 95% interval; "
-        f"n: processes per side.\nslower/faster: past the {comparison.threshold_pct:g}% threshold and outside noise "
+        "n: processes per side; catches: the smallest slowdown a comparison measured alike calls slower 9 times in 10.\n"
+        f"slower/faster: past the {comparison.threshold_pct:g}% threshold and outside noise "
         "(the interval excludes 1); same: within the threshold or within noise.\n"
     )
