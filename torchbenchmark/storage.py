@@ -21,6 +21,7 @@ import operator
 import os
 import statistics
 import uuid
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -273,6 +274,10 @@ def pooled_rows(records: Sequence[RunRecord]) -> list[CaseResult]:
     of all the processes' medians; the profile, verdict and costs stay the latest run's.
     """
     environments = {record.run_id: record.environment for record in records}
+    runs_of: dict[tuple[str, ...], list[CaseResult]] = defaultdict(list)  # each case's rows, oldest run first
+    for record in records:
+        for row in record.rows:
+            runs_of[row.key].append(dataclasses.replace(row, run_id=record.run_id))
 
     def alike(row: CaseResult, latest: CaseResult) -> bool:
         a, b = environments[row.run_id or ""], environments[latest.run_id or ""]
@@ -281,8 +286,7 @@ def pooled_rows(records: Sequence[RunRecord]) -> list[CaseResult]:
 
     pooled = []
     for latest in latest_rows(records):
-        rows = [dataclasses.replace(row, run_id=record.run_id) for record in records for row in record.rows if row.key == latest.key]
-        alike_rows = [row for row in rows if alike(row, latest)]
+        alike_rows = [row for row in runs_of[latest.key] if alike(row, latest)]
         if latest.status != "ok" or latest.step_time is None or len(alike_rows) < 2:
             pooled.append(latest)
             continue
