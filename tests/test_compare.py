@@ -129,12 +129,13 @@ def test_exit_codes_end_to_end(tmp_path: Path) -> None:
     """Two runs as is are the same; a run with four times the work per step is a regression."""
     plugin = f"{ROOT / 'tests' / 'work_models.py'}:WorkModel"
     sweep = ["--models", plugin, "--modes", "eval", "--device", "cpu", "--threads", "1", "--no-detailed", "--no-progress"]
-    for name, work in (("a", 1), ("b", 1), ("slow", 4)):
-        assert diagnostics(*sweep, "--out", str(tmp_path / name), work=work).returncode == 0
+    for name, work, more in (("a", 1, []), ("b", 1, ["--repeat", "2"]), ("slow", 4, [])):
+        assert diagnostics(*sweep, *more, "--out", str(tmp_path / name), work=work).returncode == 0
     # A wide threshold: this checks the plumbing, not the machine's quiet (benchmarks/RESULTS.md has the rates).
     same = diagnostics("compare", str(tmp_path / "a"), str(tmp_path / "b"), "--threshold", "50", "--json", str(tmp_path / "aa.json"))
     assert same.returncode == 0, same.stdout + same.stderr
-    assert json.loads((tmp_path / "aa.json").read_text())["cases"][0]["call"] == "same"
+    (case,) = json.loads((tmp_path / "aa.json").read_text())["cases"]
+    assert case["call"] == "same" and (case["estimate"]["n_base"], case["estimate"]["n_new"]) == (1, 2)  # --repeat 2: two processes
     slower = diagnostics("compare", str(tmp_path / "a"), str(tmp_path / "slow" / "summary.json"), "--threshold", "50")
     assert slower.returncode == 1, slower.stdout + slower.stderr
     assert [line.split()[0] for line in slower.stdout.splitlines() if "work_model" in line] == ["slower"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import pytest
 
 from torchbenchmark import storage, sweep
-from torchbenchmark.results import CaseResult, Samples, StepTime
+from torchbenchmark.results import CaseResult, Costs, Samples, StepTime
 from torchbenchmark.storage import RunRecord, StorageError, load_summary
 from torchbenchmark.summary import render_text
 from torchbenchmark.sweep import SweepOptions, run_sweep
@@ -191,10 +192,31 @@ def test_pooling_joins_the_processes_of_every_run_that_measured_a_case_alike(tmp
     assert pooled["a"].samples.process_medians_ms == (10.0, 11.0, 12.0, 13.0)
     assert pooled["a"].samples.window_medians_ms == ((10.0,), (11.0,), (12.0,), (13.0,))
     assert pooled["a"].step_time.median_ms == 11.5 and pooled["a"].step_time.n == 30
+    assert pooled["a"].step_time.min_ms == 10.0  # the least step of every run's, not the latest run's 13.0
     assert pooled["a"].run_id == latest["a"].run_id == "20260101T000004.000000Z-dddd"
     # b at another batch size and c under another torch are measured otherwise: the latest run's alone.
     assert pooled["b"] == latest["b"] and pooled["b"].samples.process_medians_ms == (6.0,)
     assert pooled["c"] == latest["c"] and pooled["c"].samples.process_medians_ms == (2.0,)
+
+
+def test_repeat_and_pool_time_a_case_alike() -> None:
+    """The processes of one run (--repeat) and of several runs (--pool) give one row the same way: the
+    median of their medians, the median IQR, the least step, and the per-second costs at that median."""
+    costs = Costs(flops_per_step=10**9, flops_by_kind={"matmul": 10**9}, flops_note=None, achieved_gflops=100.0,
+                  pct_of_peak=50.0, compute_limit="arithmetic", peak_memory_mb=1.0, state_memory_mb=None,
+                  memory_method="test", peak_rss_mb=None, samples_per_s=400.0)  # fmt: skip
+    first = dataclasses.replace(timed_row("a", (10.0,)), step_time=StepTime(10.0, 0.5, 9.0, 10), costs=costs)
+    processes = [first, dataclasses.replace(timed_row("a", (20.0,)), step_time=StepTime(20.0, 1.5, 19.0, 10)),
+                 dataclasses.replace(timed_row("a", (30.0,)), step_time=StepTime(30.0, 1.0, 29.0, 10))]  # fmt: skip
+    repeated = sweep.combine_repeats(processes)
+    assert repeated == storage.pool_processes(first, processes)
+    assert repeated.step_time == StepTime(20.0, 1.0, 9.0, 30)
+    assert repeated.samples.process_medians_ms == (10.0, 20.0, 30.0)
+    assert (repeated.costs.achieved_gflops, repeated.costs.samples_per_s, repeated.costs.pct_of_peak) == (50.0, 200.0, 25.0)
+    # A process that failed ends the case: its row, with the samples of the processes before it.
+    failed = sweep.combine_repeats([first, timed_row("a", (), status="failed"), processes[2]])
+    assert failed.status == "failed" and failed.samples.process_medians_ms == (10.0,)
+    assert sweep.combine_repeats([timed_row("a", (), status="failed"), first]).samples.process_medians_ms == ()
 
 
 def test_pooling_leaves_a_case_whose_latest_run_failed_as_it_is(tmp_path: Path) -> None:

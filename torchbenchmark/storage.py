@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import functools
 import hashlib
 import json
 import math
-import operator
 import os
 import statistics
 import uuid
@@ -26,7 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from torchbenchmark.results import CaseResult, InvalidRow
+from torchbenchmark.costs import with_step_time
+from torchbenchmark.results import CaseResult, InvalidRow, Samples, StepTime
 
 SCHEMA_VERSION = 2  # 1 was the summary.json of earlier versions: no records, no schema_version
 RUNS_DIR = "runs"
@@ -270,8 +269,8 @@ def pooled_rows(records: Sequence[RunRecord]) -> list[CaseResult]:
     Runs of a base and of a change that took turns on one machine (base, change, base, change, ...)
     leave two folders of several runs each; pooled, each side holds every process it ran, so a load
     that drifted during the session weighs on both sides alike. An earlier row joins when it is ok and
-    measured alike: the same batch size, machine fingerprint and torch. The step time becomes the median
-    of all the processes' medians; the profile, verdict and costs stay the latest run's.
+    measured alike: the same batch size, machine fingerprint and torch. Its timing is pooled as
+    ``--repeat`` pools a run's processes (``pool_processes``); the profile and verdict stay the latest run's.
     """
     environments = {record.run_id: record.environment for record in records}
     runs_of: dict[tuple[str, ...], list[CaseResult]] = defaultdict(list)  # each case's rows, oldest run first
@@ -284,17 +283,32 @@ def pooled_rows(records: Sequence[RunRecord]) -> list[CaseResult]:
         return (row.status == "ok" and row.batch_size == latest.batch_size and bool(row.samples.process_medians_ms)
                 and machine_fingerprint(a) == machine_fingerprint(b) and a.get("torch") == b.get("torch"))  # fmt: skip
 
-    pooled = []
-    for latest in latest_rows(records):
+    def pooled(latest: CaseResult) -> CaseResult:
         alike_rows = [row for row in runs_of[latest.key] if alike(row, latest)]
         if latest.status != "ok" or latest.step_time is None or len(alike_rows) < 2:
-            pooled.append(latest)
-            continue
-        samples = functools.reduce(operator.add, (row.samples for row in alike_rows))
-        step = dataclasses.replace(latest.step_time, median_ms=statistics.median(samples.process_medians_ms),
-                                   n=sum(row.step_time.n for row in alike_rows if row.step_time))  # fmt: skip
-        pooled.append(dataclasses.replace(latest, samples=samples, step_time=step))
-    return pooled
+            return latest
+        return pool_processes(latest, alike_rows)
+
+    return [pooled(latest) for latest in latest_rows(records)]
+
+
+def pool_processes(profiled: CaseResult, rows: Sequence[CaseResult]) -> CaseResult:
+    """``profiled`` timed by every process of ``rows``: ok rows of its case, measured alike.
+
+    The step time becomes the median of the processes' medians, its IQR the median of theirs, its least
+    step the least of all; the profile, verdict and costs stay ``profiled``'s, its per-second costs moved
+    to the pooled median (``costs.with_step_time``). ``--repeat`` and ``--pool`` both time a case so.
+    """
+    steps = [row.step_time for row in rows if row.step_time is not None]
+    if profiled.step_time is None or not steps:
+        raise ValueError(f"{' '.join(profiled.key)}: pooling needs rows with a step time")
+    samples = sum((row.samples for row in rows), Samples())
+    step = StepTime(median_ms=statistics.median(samples.process_medians_ms or [s.median_ms for s in steps]),
+                    iqr_ms=statistics.median(s.iqr_ms for s in steps), min_ms=min(s.min_ms for s in steps),
+                    n=sum(s.n for s in steps))  # fmt: skip
+    agree = False if any(row.windows_agree is False for row in rows) else profiled.windows_agree
+    pooled = dataclasses.replace(profiled, step_time=step, samples=samples, windows_agree=agree)
+    return with_step_time(pooled, profiled.step_time.median_ms)
 
 
 def summary_of_records(records: Sequence[RunRecord], source: str, pool: bool = False) -> Summary:

@@ -21,7 +21,6 @@ import math
 import os
 import re
 import signal
-import statistics
 import subprocess
 import sys
 import time
@@ -33,12 +32,12 @@ from tqdm import tqdm
 
 from torchbenchmark import process, safe_paths, shard, storage
 from torchbenchmark.contract import MODES
-from torchbenchmark.costs import measure_peak, with_peak, with_step_time
+from torchbenchmark.costs import measure_peak, with_peak
 from torchbenchmark.environment import collect_environment
 from torchbenchmark.native_logs import case_log_environment
 from torchbenchmark.plugins import IMPORT_TIMEOUT_S, PluginProbe, probe_plugins
 from torchbenchmark.registry import is_plugin_spec, list_models, unknown_model_message
-from torchbenchmark.results import CaseResult, StepTime
+from torchbenchmark.results import CaseResult, Samples
 from torchbenchmark.shard import Shard
 from torchbenchmark.spec import Budget, CaseSpec, Compile
 from torchbenchmark.summary import render_summary_json, render_text
@@ -196,6 +195,7 @@ def run_sweep(
         environment = {**collect_environment(options.device, options.threads, options.command), **peak.environment()}
         record = storage.RunRecord(storage.new_run_id(), environment, options.command)
         done: dict[tuple[str, str, str], CaseResult] = {}  # (name, mode, variant) -> this run's row
+        processes: dict[tuple[str, str, str], list[CaseResult]] = {}  # and the row of each process it ran in
         progress = _Progress(len(cases) * options.repeat, enabled=options.progress)
 
         report: Path | None = None
@@ -234,7 +234,8 @@ def run_sweep(
                     this = case.replace(repeat=repeat)
                     row = _unstartable(probes.get(case.model), this, key[0], out_dir) or _run_case(this, key[0], out_dir)
                     result = with_peak(row, peak.gflops)
-                    done[key] = combine_repeats(done[key], result) if repeat else result
+                    processes[key] = [*processes.get(key, ()), result]
+                    done[key] = combine_repeats(processes[key])
                     save()
                     progress.finish(done[key].headline() if repeat == options.repeat - 1 else result.headline())
         except KeyboardInterrupt as stop:
@@ -359,27 +360,20 @@ def _unstartable(probe: PluginProbe | None, spec: CaseSpec, name: str, out_dir: 
     return CaseResult(**key, status=status, error=error[:300], log=log)
 
 
-def combine_repeats(first: CaseResult, later: CaseResult) -> CaseResult:
-    """One row for a case run in several processes: the first's profile and verdict, every process's timing.
+def combine_repeats(processes: Sequence[CaseResult]) -> CaseResult:
+    """One row for a case run in several processes, in the order they ran: the first's profile and verdict,
+    every process's timing (``storage.pool_processes``).
 
-    The step time becomes the median of the processes' medians; a process that did not end ok makes
-    the row that process's row, with the earlier processes' samples kept.
+    A process that did not end ok ends the case: the row is that process's row, with the samples of the
+    processes before it kept.
     """
+    first = processes[0]
     if first.status != "ok":
         return first
-    samples = first.samples + later.samples
-    if later.status != "ok" or later.step_time is None or first.step_time is None:
-        return dataclasses.replace(later, samples=samples)
-    medians = samples.process_medians_ms
-    step = StepTime(
-        median_ms=statistics.median(medians),
-        iqr_ms=statistics.median([first.step_time.iqr_ms, later.step_time.iqr_ms]),
-        min_ms=min(first.step_time.min_ms, later.step_time.min_ms),
-        n=first.step_time.n + later.step_time.n,
-    )
-    combined = dataclasses.replace(first, step_time=step, samples=samples,
-                                   windows_agree=bool(first.windows_agree and later.windows_agree))  # fmt: skip
-    return with_step_time(combined, first.step_time.median_ms)  # per-second costs follow the pooled median
+    for index, later in enumerate(processes[1:], start=1):
+        if later.status != "ok" or later.step_time is None:
+            return dataclasses.replace(later, samples=sum((p.samples for p in processes[: index + 1]), Samples()))
+    return storage.pool_processes(first, processes) if len(processes) > 1 else first
 
 
 class _Progress:
