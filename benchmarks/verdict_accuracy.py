@@ -144,6 +144,7 @@ def measure(case: Case, rounds: int, out_dir: Path) -> dict[str, Any]:
         "tool / twin": same_step / twin_share, "tool same step": same_step,
         "real iqr ms": tool.step_time.iqr_ms, "tool ms": tool.step_time.median_ms,
         "trace": str(out_dir / tool.traces["light"]), "twin trace": str(twin_trace), "twin ms": statistics.median(figures["twin"]),
+        "cold": d.cold_factor,
     }  # fmt: skip
 
 
@@ -169,7 +170,8 @@ def reprice(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     calibration = dispatch.calibrate(torch.device("cpu"))
     repriced = []
     for row in rows:
-        priced = dispatch.estimate(overhead_events_of_trace(row["trace"]), calibration, row["tool ms"], row["real iqr ms"])
+        probe_us = (row.get("cold") or 1.0) * calibration.probe_us  # the cold factor as the run measured it
+        priced = dispatch.estimate(overhead_events_of_trace(row["trace"]), calibration, row["tool ms"], row["real iqr ms"], probe_us)
         same_step = priced.overhead_us / (row["real ms"] * 1e3)
         repriced.append(dict(
             row, tool=priced.fraction, interval=priced.interval, borderline=priced.borderline,
@@ -182,8 +184,8 @@ def explain(rows: list[dict[str, Any]]) -> str:
     """Where each estimate's error comes from: the priced events and the Python gap, beside the twin's gap.
 
     The twin's trace is read as the real one is: its least Python gap per step is what the glue between
-    the same ops costs with next to no data, and ``as_strided`` (each trace's median) shows how much
-    slower fixed costs ran in the real step than with nil data.
+    the same ops costs with next to no data, so the real gap over the twin's is the cold factor the
+    pricing needs, beside the one the tool's probe read.
     """
     calibration = dispatch.calibrate(torch.device("cpu"))
     prices, table = calibration.prices, []
@@ -192,9 +194,8 @@ def explain(rows: list[dict[str, Any]]) -> str:
         mode = row["case"].split()[1]  # results written before the twin's trace was recorded: it sits beside the real one
         twin_path = row.get("twin trace") or str(Path(row["trace"]).with_name(f"{mode}-twin-bs1.pt.trace.json.gz"))
         twin = overhead_events_of_trace(twin_path)
-        priced = dispatch.estimate(real, calibration, row["tool ms"], row["real iqr ms"])
+        priced = dispatch.estimate(real, calibration, row["tool ms"], row["real iqr ms"], (row.get("cold") or 1.0) * calibration.probe_us)
         events = {kind: priced.events_per_step[kind] * prices.of(kind) for kind in ("call", "nested", "autograd")}
-        as_strided = [trace.fixed_cost_op_us.get("aten::as_strided") for trace in (real, twin)]
         # The same events with the Python gap the twin shows: what the pricing gives with coldness read right.
         twin_python = max(0.0, (twin.least_python_gap_us or 0.0) - calibration.step_gap_us - priced.events_per_step["call"] * prices.call_gap_us)
         truth_us = row["twin"] * row["real ms"] * 1e3
@@ -202,11 +203,11 @@ def explain(rows: list[dict[str, Any]]) -> str:
             row["case"], f"{truth_us:.0f}", f"{priced.overhead_us:.0f}",
             *(f"{us:.0f}" for us in events.values()), f"{priced.python_us:.0f}", f"{real.least_python_gap_us or 0:.0f}",
             f"{priced.cold:.2f}", f"{twin.least_python_gap_us or 0:.0f}",
-            "" if None in as_strided else f"{as_strided[0] / as_strided[1]:.1f}",
+            f"{(real.least_python_gap_us or 0) / twin.least_python_gap_us:.2f}" if twin.least_python_gap_us else "",
             f"{priced.overhead_us / truth_us:.2f}", f"{(sum(events.values()) + twin_python) / truth_us:.2f}",
         ))  # fmt: skip
     return tabulate(table, headers=["case", "truth µs", "tool µs", "calls µs", "nested µs", "autograd µs", "Python µs",
-                                    "real gap µs", "cold", "twin gap µs", "as_strided real/twin", "tool/truth",
+                                    "real gap µs", "cold", "twin gap µs", "real gap / twin's", "tool/truth",
                                     "at twin's gap / truth"], disable_numparse=True)  # fmt: skip
 
 

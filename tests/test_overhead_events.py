@@ -78,20 +78,6 @@ def test_real_trace_kinds_add_up_to_its_op_events() -> None:
     assert all(0 < gap < 33_528 for gap in counted.python_gap_us_per_step)  # within the 33.5 ms step
 
 
-def test_fixed_cost_ops_are_timed_as_leaves_outside_the_engine_only() -> None:
-    events = [
-        _step(1, 0.0),
-        _x("aten::t", 2, 3),
-        _x("aten::as_strided", 3, 0.5),  # a leaf in the forward pass: counted
-        _x("aten::as_strided", 6, 0.25),  # a top-level leaf: counted
-        _x(NODE, 10, 10),
-        _x("aten::as_strided", 12, 4.0),  # reached by a node: not counted
-        _x("aten::as_strided", 30, 2.0),
-        _x("aten::mul", 30.5, 1.0),  # inside the as_strided above: not a leaf, not counted
-    ]
-    assert overhead_events(events).fixed_cost_op_us == {"aten::as_strided": pytest.approx(0.375)}
-
-
 def test_least_python_gap_takes_each_gap_at_its_least_over_the_steps() -> None:
     # Two steps of one call each; a preemption lengthens the gap before the call in step 1 and the
     # gap after it in step 2, so each step's total is 40 but no single gap was long in both.

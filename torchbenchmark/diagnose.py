@@ -241,7 +241,8 @@ def analyse(spec: CaseSpec, measured: Measured, case_dir: Path, row: dict[str, A
     _write_top_ops(case_dir / f"{spec.file_stem}.top_ops.txt", light, row)
     steps = measured.characterisation.steps
     median_ms = steps.median_ms
-    priced = dispatch.estimate(overhead_events_of_trace(light_path), measured.calibration, median_ms, steps.iqr_ms)
+    probe_us = measured.characterisation.cold_probe_us
+    priced = dispatch.estimate(overhead_events_of_trace(light_path), measured.calibration, median_ms, steps.iqr_ms, probe_us)
     fraction, interval = priced.fraction, priced.interval
     verdict = dispatch.verdict(fraction)
     gpu = dispatch.judge_gpu(light, median_ms) if device.type == "cuda" else None
@@ -280,6 +281,7 @@ def assemble(
                 events_per_step=analysed.priced.events_per_step,
                 prices_us=dataclasses.asdict(measured.calibration.prices) if measured.calibration else None,
                 python_us_per_step=analysed.priced.python_us,
+                cold_factor=analysed.priced.cold,
                 scaling=analysed.scaling,
             ),
             gpu_busy_pct=None if analysed.gpu is None else analysed.gpu.busy_pct,

@@ -12,12 +12,14 @@ each kind has its own price, calibrated on this machine per *event*:
 Python that makes no event (module ``__call__``, hooks, the optimizer's loops, glue between ops) is
 measured, not priced: it is the time on the step's thread with no top-level op running (the trace's
 *Python gap*, each gap between two ops at its least over the profiled steps, since preemption only
-adds to it), divided by the *cold
-factor* (``cold_factor``: how much slower view-only ops ran in the step than in the calibration, since
-the Python after a large op runs on caches the op filled with data, and that slowness belongs to the
-arithmetic), less what an empty profiled step holds (the harness and ``profiler.step``,
-``step_gap_us``) and what each call's own gap holds in a bare loop (argument parsing and the profiler's
-cost around a top-level event, ``call_gap_us``). So:
+adds to it), divided by the *cold factor* (``cold_factor``), less what an empty profiled step holds
+(the harness and ``profiler.step``, ``step_gap_us``) and what each call's own gap holds in a bare loop
+(argument parsing and the profiler's cost around a top-level event, ``call_gap_us``). The cold factor
+is how much slower a fixed piece of module glue (``harness.ColdProbe``) ran right after the case's
+measured steps than after an empty step: a step that streams more data than the caches hold leaves
+the Python between its ops running on evicted caches, and that slowness belongs to the arithmetic.
+The probe measures it per step, not per op: the Python after a tiny op of such a step runs as cold as
+after a large one (benchmarks/RESULTS.md). So:
 
     overhead_us = calls * call_us + nested * nested_us + autograd * autograd_us
                   + max(0, python_gap_us / cold - step_gap_us - calls * call_gap_us)
@@ -67,7 +69,7 @@ import torch
 import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
-from torchbenchmark.harness import StepTimer, device_sync
+from torchbenchmark.harness import ColdProbe, StepTimer, device_sync
 from torchbenchmark.results import GpuEvidence, Scaling
 from torchbenchmark.spec import Budget
 from torchbenchmark.trace_analysis import EVENT_KINDS, OverheadEvents, TraceSummary, overhead_events_of_trace
@@ -101,7 +103,7 @@ class Calibration:
 
     repeats: tuple[Prices, ...]
     step_gap_us: float = 0.0  # Python gap of an empty profiled step: the harness and the profiler's step
-    fixed_cost_op_us: dict[str, float] = dataclasses.field(default_factory=dict)  # as in OverheadEvents
+    probe_us: float = 0.0  # the ColdProbe's fastest pass after an empty step: its warm time; 0: not measured
 
     @property
     def prices(self) -> Prices:
@@ -154,9 +156,8 @@ def _workloads(device: torch.device) -> list[Workload]:
     ]
 
 
-def _count_events(workloads: list[Workload], device: torch.device, iterations: int) -> tuple[list[Workload], dict[str, float]]:
-    """Each workload with the events and Python gap of one iteration, from one light profile of its loop,
-    and the median leaf duration of each fixed-cost op in that profile."""
+def _count_events(workloads: list[Workload], device: torch.device, iterations: int) -> list[Workload]:
+    """Each workload with the events and Python gap of one iteration, from one light profile of its loop."""
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "calibration.json"
@@ -176,7 +177,7 @@ def _count_events(workloads: list[Workload], device: torch.device, iterations: i
         )
         for workload, events, gap in zip(workloads, counted.events_per_step, counted.python_gap_us_per_step)
     ]
-    return counted_workloads, counted.fixed_cost_op_us
+    return counted_workloads
 
 
 def prices_from_timings(workloads: Sequence[Workload], cost_us: dict[str, float]) -> Prices:
@@ -218,6 +219,16 @@ def _step_gap_us(device: torch.device, steps: int = 20) -> float:
         return statistics.median(overhead_events_of_trace(path).python_gap_us_per_step)
 
 
+def _warm_probe_us(steps: int = 200) -> float:
+    """The ColdProbe's fastest pass after an empty step, as ``characterise`` times it after a model's."""
+    probe = ColdProbe()
+    timer = StepTimer(after_step=probe)
+    timer.begin_call()
+    for _ in range(steps):
+        timer()
+    return probe.least_us() or 0.0
+
+
 # Each timing is the fastest of this many short bursts: on a shared machine preemption only adds time.
 BURSTS = 8
 
@@ -229,7 +240,7 @@ def calibrate(device: torch.device, calls: int = 1000, repeats: int = 5, profile
     for workload in workloads:
         for _ in range(100):  # warm the allocator, the autograd graph and the caches
             workload.run()
-    workloads, fixed_cost_op_us = _count_events(workloads, device, profiled_calls)
+    workloads = _count_events(workloads, device, profiled_calls)
     results = []
     for _ in range(repeats):
         cost_us = {}
@@ -249,7 +260,7 @@ def calibrate(device: torch.device, calls: int = 1000, repeats: int = 5, profile
             sync()
             cost_us[workload.name] = min(bursts)
         results.append(prices_from_timings(workloads, cost_us))
-    return Calibration(repeats=tuple(results), step_gap_us=_step_gap_us(device), fixed_cost_op_us=fixed_cost_op_us)
+    return Calibration(repeats=tuple(results), step_gap_us=_step_gap_us(device), probe_us=_warm_probe_us())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -270,21 +281,17 @@ class Estimate:
         return verdict(low) != verdict(high)
 
 
-# The cold factor reads an op only when a step times it this often: one or two can be slow for reasons
-# of their own (an as_strided inside a reduction's set-up), and would silence the whole Python gap.
-COLD_MIN_PER_STEP = 10
+def cold_factor(probe_us: float | None, warm_probe_us: float) -> float:
+    """How much slower Python ran after the model's step than after an empty one, at least 1.
 
-
-def cold_factor(model_us: dict[str, float], calibration_us: dict[str, float]) -> float:
-    """How much slower fixed costs ran in the model's trace than in the calibration's, at least 1.
-
-    The least, over the fixed-cost ops both traces hold, of the ratio of their median durations; 1 when
-    they share none. Caches the step's arithmetic has filled with data (and a busy machine) slow the Python
-    between ops as they slow these ops: the Python gap is divided by this factor, so it is counted at
-    the speed the events are priced at.
+    The ColdProbe's fastest pass after a measured step over its fastest after an empty step: 1 when either
+    is unknown. A step whose arithmetic streams more data than the caches hold leaves the Python between
+    its ops running on evicted caches; that slowness belongs to the data, so the Python gap is divided by
+    this factor and counted at the speed the events are priced at.
     """
-    ratios = [model_us[name] / calibration_us[name] for name in model_us.keys() & calibration_us.keys() if calibration_us[name] > 0]
-    return max(1.0, min(ratios)) if ratios else 1.0
+    if not probe_us or warm_probe_us <= 0:
+        return 1.0
+    return max(1.0, probe_us / warm_probe_us)
 
 
 def _overhead_us(
@@ -295,8 +302,11 @@ def _overhead_us(
     return sum(events[kind] * prices.of(kind) for kind in EVENT_KINDS) + python_us, python_us
 
 
-def estimate(events: OverheadEvents, calibration: Calibration, step_ms: float, step_iqr_ms: float = 0.0) -> Estimate:
-    """The overhead share of a step of median ``step_ms`` whose light trace gave ``events``.
+def estimate(
+    events: OverheadEvents, calibration: Calibration, step_ms: float, step_iqr_ms: float = 0.0, probe_us: float | None = None
+) -> Estimate:  # fmt: skip
+    """The overhead share of a step of median ``step_ms`` whose light trace gave ``events``; ``probe_us``: the
+    ColdProbe's fastest pass after the case's measured steps (``Characterisation.cold_probe_us``).
 
     The Python gap is the least of the profiled steps' (the median for the interval's top): a process
     the machine's other work preempts shows the lost time as gap, so gaps err only upwards.
@@ -309,9 +319,7 @@ def estimate(events: OverheadEvents, calibration: Calibration, step_ms: float, s
     if events.least_python_gap_us is not None:
         least_gap = min(least_gap, events.least_python_gap_us)
     step_gap = calibration.step_gap_us
-    timed = {name: us for name, us in events.fixed_cost_op_us.items()
-             if events.fixed_cost_ops_per_step.get(name, COLD_MIN_PER_STEP) >= COLD_MIN_PER_STEP}  # fmt: skip
-    cold = cold_factor(timed, calibration.fixed_cost_op_us)
+    cold = cold_factor(probe_us, calibration.probe_us)
     overhead_us, python_us = _overhead_us(per_step, least_gap, calibration.prices, step_gap, cold)
     low_us = min(_overhead_us(per_step, least_gap, p, step_gap, cold)[0] for p in calibration.repeats)
     # The top of the interval takes the gap as measured: the cold factor is itself an estimate.

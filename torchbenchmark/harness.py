@@ -94,6 +94,32 @@ def timed_call(model: Any, mode: str, niter: int, timer: StepTimer) -> int:
     return time.perf_counter_ns() - start
 
 
+class ColdProbe:
+    """A fixed piece of module glue, timed after each step: how cold the step leaves the caches Python runs on.
+
+    Eight ``nn.Identity`` modules called in a chain dispatch no op; they run only what every module call
+    runs (``__call__``, its hook checks, ``forward``). A step that streams more data than the caches hold
+    evicts their objects and the interpreter's own, so after it the chain runs several times slower than
+    after an empty step: the slowdown the model's own Python between ops suffers. Called as a
+    ``StepTimer``'s ``after_step``, it is never step time.
+    """
+
+    MODULES = 8
+
+    def __init__(self) -> None:
+        self.chain = torch.nn.Sequential(*(torch.nn.Identity() for _ in range(self.MODULES)))
+        self.durations_ns: list[int] = []
+
+    def __call__(self) -> None:
+        start = time.perf_counter_ns()
+        self.chain(None)
+        self.durations_ns.append(time.perf_counter_ns() - start)
+
+    def least_us(self) -> float | None:
+        """The fastest pass: preemption only adds time. None before any step."""
+        return min(self.durations_ns) / 1e3 if self.durations_ns else None
+
+
 @dataclasses.dataclass(frozen=True)
 class Characterisation:
     steps: StepStats  # the steps of the two windows that agreed best
@@ -106,6 +132,7 @@ class Characterisation:
     window_medians_ms: tuple[float, ...]  # every window taken, kept or not, in order
     warmup_s: float
     measure_s: float
+    cold_probe_us: float | None = None  # the ColdProbe's fastest pass after a measured step
 
     @property
     def edge_distortion_pct(self) -> float:
@@ -146,7 +173,8 @@ def warm_up(
 
 
 def measure_windows(
-    model: Any, mode: str, budget: Budget, count: int, sync: Callable[[], None], agree: Agree = same
+    model: Any, mode: str, budget: Budget, count: int, sync: Callable[[], None], agree: Agree = same,
+    after_step: Callable[[], None] = _nothing,
 ) -> list[list[int]]:  # fmt: skip
     """Time ``count`` steps per window until two windows' medians agree within ``budget.window_tolerance``.
 
@@ -156,7 +184,7 @@ def measure_windows(
     """
     windows: list[list[int]] = []
     while True:
-        timer = StepTimer(sync)
+        timer = StepTimer(sync, after_step)
         timed_call(model, mode, count + 1, timer)  # +1: the first step holds the call's edge
         windows.append(timer.inner_ns())
         if budget.steps is not None or len(windows) == budget.windows:
@@ -187,7 +215,8 @@ def characterise(model: Any, mode: str, budget: Budget, device: torch.device, ag
     warmed = time.perf_counter()
 
     count = budget.measured_steps(agree([statistics.median(warmup[-budget.warmup_window :])])[0])
-    windows = measure_windows(model, mode, budget, count, sync, agree)
+    probe = ColdProbe()
+    windows = measure_windows(model, mode, budget, count, sync, agree, after_step=probe)
     kept, diff = closest_pair(windows)
     steps = StepStats.from_ns([d for window in kept for d in window])
 
@@ -207,4 +236,5 @@ def characterise(model: Any, mode: str, budget: Budget, device: torch.device, ag
         window_medians_ms=tuple(statistics.median(window) / 1e6 for window in windows),
         warmup_s=warmed - started,
         measure_s=time.perf_counter() - warmed,
+        cold_probe_us=probe.least_us(),
     )

@@ -98,6 +98,7 @@ class Dispatch:
     events_per_step: dict[str, float] | None = None  # call, nested, autograd
     prices_us: dict[str, float] | None = None  # per event of each kind, and call_gap_us
     python_us_per_step: float | None = None  # Python time that made no event
+    cold_factor: float | None = None  # how much slower Python ran after a step than after an empty one
     scaling: Scaling | None = None  # the second estimate, by batch-size scaling, when asked for
 
     def to_dict(self) -> dict[str, Any]:

@@ -284,10 +284,6 @@ def summarize_trace(path: str | Path, top: int = 10) -> TraceSummary:
 #   autograd  an autograd engine node: the engine's scheduling and bookkeeping of one backward function
 EVENT_KINDS = ("call", "nested", "autograd")
 AUTOGRAD_NODE_PREFIX = "autograd::engine::evaluate_function"
-# Ops of fixed cost: no arithmetic and no allocation at any size, so what one takes in a trace measures
-# how fast fixed costs run there (torchbenchmark.dispatch.cold_factor). as_strided alone: it is the leaf
-# every view op (select, t, transpose, expand, slice) ends in, so it is reached the same way in any trace.
-FIXED_COST_OPS = ("aten::as_strided",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -297,10 +293,7 @@ class OverheadEvents:
     events_per_step: tuple[dict[str, int], ...]  # per step: events of each kind in EVENT_KINDS
     python_gap_us_per_step: tuple[float, ...]  # per step: time on the step's thread with no op running,
     # except between two autograd nodes (the engine's own scheduling, priced with the nodes)
-    fixed_cost_op_us: dict[str, float] = dataclasses.field(default_factory=dict)  # median duration of each
-    # FIXED_COST_OPS name that ran as a leaf (with no op inside it)
     least_python_gap_us: float | None = None  # each gap at its least over the steps, summed (see below)
-    fixed_cost_ops_per_step: dict[str, float] = dataclasses.field(default_factory=dict)  # how many were timed
 
     @property
     def steps(self) -> int:
@@ -341,30 +334,23 @@ def overhead_events(events: Sequence[Event]) -> OverheadEvents:
     counts: list[dict[str, int]] = []
     gaps: list[float] = []
     gap_lists: list[list[float]] = []
-    leaf_us: dict[str, list[float]] = defaultdict(list)
     for start, end, thread in steps:
         ops = sorted(
             (op for op in ops_by_thread.get(thread, ()) if start <= float(op["ts"]) < end),
             key=lambda op: (float(op["ts"]), -float(op["dur"])),
         )
         count = dict.fromkeys(EVENT_KINDS, 0)
-        stack: list[tuple[float, bool]] = []  # (end time, inside an autograd node) of the open ancestors
+        stack: list[float] = []  # end times of the open ancestors
         tops: list[tuple[float, float, bool]] = []  # (start, end, is an autograd node) of top-level ops
-        for index, op in enumerate(ops):
+        for op in ops:
             op_start, op_end = float(op["ts"]), float(op["ts"]) + float(op["dur"])
-            while stack and stack[-1][0] <= op_start:
+            while stack and stack[-1] <= op_start:
                 stack.pop()
-            name = str(op.get("name", ""))
-            is_node = name.startswith(AUTOGRAD_NODE_PREFIX)
-            in_node = is_node or (bool(stack) and stack[-1][1])
-            is_leaf = index + 1 == len(ops) or float(ops[index + 1]["ts"]) >= op_end
-            # Outside the engine only: an op a node reaches costs more for reasons of its own.
-            if name in FIXED_COST_OPS and is_leaf and not in_node:
-                leaf_us[name].append(float(op["dur"]))
+            is_node = str(op.get("name", "")).startswith(AUTOGRAD_NODE_PREFIX)
             if not stack:
                 tops.append((op_start, op_end, is_node))
             count["autograd" if is_node else "nested" if stack else "call"] += 1
-            stack.append((op_end, in_node))
+            stack.append(op_end)
         counts.append(count)
         step_gaps, cursor, previous_node = [], start, False
         for op_start, op_end, is_node in tops:
@@ -383,8 +369,6 @@ def overhead_events(events: Sequence[Event]) -> OverheadEvents:
         events_per_step=tuple(counts),
         python_gap_us_per_step=tuple(gaps),
         least_python_gap_us=least,
-        fixed_cost_op_us={name: statistics.median(durations) for name, durations in leaf_us.items()},
-        fixed_cost_ops_per_step={name: len(durations) / len(steps) for name, durations in leaf_us.items()},
     )
 
 
