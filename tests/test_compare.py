@@ -27,6 +27,7 @@ from torchbenchmark.compare import (
     processes_needed,
     t95,
 )
+from torchbenchmark.dispatch import verdict
 from torchbenchmark.results import CaseResult, Dispatch, Samples, StepTime
 from torchbenchmark.storage import RunRecord, Summary, summary_of_records
 from tests.work_models import WORK_ENV
@@ -107,6 +108,23 @@ def test_a_change_under_the_threshold_is_same_even_when_significant() -> None:
     case = compare(side(row("m", [10.0] * 5)), side(row("m", [10.4] * 5))).cases[0]
     assert case.estimate.low > 1.0 and case.call == "same"
     assert compare(side(row("m", [10.0] * 5)), side(row("m", [10.4] * 5)), threshold_pct=2).cases[0].call == "slower"
+
+
+def test_a_verdict_that_flips_within_both_intervals_is_same_not_changed() -> None:
+    """A case whose overhead share sits at a threshold is borderline on both sides: its verdict flipping
+    between runs is noise, noted; a verdict whose interval no longer reaches the other's is a change."""
+
+    def at(share: float, low: float, high: float) -> CaseResult:
+        dispatch = Dispatch(verdict(share), share, 10, 1, 1, overhead_interval=(low, high), borderline=verdict(low) != verdict(high))
+        return row("sac", [10.0] * 3, dispatch=dispatch)
+
+    flipped = compare_rows(at(0.21, 0.18, 0.30), at(0.19, 0.12, 0.29), 5.0, ENV, ENV)
+    assert (flipped.base_verdict, flipped.new_verdict, flipped.call) == ("mixed", "compute-bound", "same")
+    assert flipped.notes == ("verdict mixed -> compute-bound (borderline: both intervals reach compute-bound and mixed)",)
+    one_sided = compare_rows(at(0.25, 0.21, 0.30), at(0.15, 0.12, 0.22), 5.0, ENV, ENV)  # only new's reaches mixed
+    assert one_sided.call == "same"
+    moved = compare_rows(at(0.25, 0.21, 0.30), at(0.10, 0.08, 0.15), 5.0, ENV, ENV)  # the intervals share no verdict
+    assert moved.call == "verdict changed" and moved.notes == ()
 
 
 def test_differences_in_machine_torch_and_batch_size_are_noted() -> None:

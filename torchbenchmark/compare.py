@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from torchbenchmark.dispatch import VERDICTS, verdict
 from torchbenchmark.results import CaseResult
 from torchbenchmark.storage import Summary, load_summary, machine_fingerprint
 
@@ -276,6 +277,18 @@ def _verdict(row: CaseResult) -> str | None:
     return row.dispatch.verdict if row.dispatch else None
 
 
+def _verdicts_in_reach(row: CaseResult) -> set[str]:
+    """The verdicts a row's overhead interval reaches: its own, and for a borderline row those across the
+    thresholds its interval crosses (``dispatch.VERDICTS`` runs from the highest share to the lowest)."""
+    if row.dispatch is None:
+        return set()
+    if row.dispatch.overhead_interval is None:
+        return {row.dispatch.verdict}
+    low, high = row.dispatch.overhead_interval
+    first, last = VERDICTS.index(verdict(high)), VERDICTS.index(verdict(low))
+    return {row.dispatch.verdict, *VERDICTS[first : last + 1]}
+
+
 def compare_rows(
     base: CaseResult, new: CaseResult, threshold_pct: float, base_env: dict[str, Any], new_env: dict[str, Any],
     noise: float = 0.0,
@@ -315,12 +328,14 @@ def compare_rows(
         call = "slower"
     elif estimate.ratio < 1.0 / threshold and estimate.high < 1.0:
         call = "faster"
-    elif _verdict(base) != _verdict(new):
+    elif _verdict(base) != _verdict(new) and not _verdicts_in_reach(base) & _verdicts_in_reach(new):
         call = "verdict changed"
     else:
         call = "same"
-    if call in ("slower", "faster") and _verdict(base) != _verdict(new):
-        notes.append(f"verdict {_verdict(base)} -> {_verdict(new)}")
+    if call != "verdict changed" and _verdict(base) != _verdict(new):
+        shared = sorted(_verdicts_in_reach(base) & _verdicts_in_reach(new))
+        borderline = f" (borderline: both intervals reach {' and '.join(shared)})" if call == "same" else ""
+        notes.append(f"verdict {_verdict(base)} -> {_verdict(new)}{borderline}")
     if call == "same" and abs(estimate.change_pct) > threshold_pct:
         notes.append(f"past the threshold but within noise: {_settle(estimate, threshold_pct)}")
     return CaseComparison(**fields, call=call, estimate=estimate, notes=tuple(notes),
