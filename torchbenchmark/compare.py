@@ -148,7 +148,7 @@ def processes_needed(spread: float, ratio: float, threshold_pct: float) -> int |
     """Processes a side at which a true change of ``ratio`` is called 9 times in 10, at a known spread per
     process of ``spread`` (as ``RatioEstimate.detectable_pct`` reckons); None if more than ``MOST_PROCESSES``."""
     for n in range(1, MOST_PROCESSES + 1):
-        estimate = RatioEstimate(1.0, 1.0, math.exp(1.96 * spread * math.sqrt(2 / n)), spread, n, n)
+        estimate = RatioEstimate(1.0, 1.0, math.exp(t95(0) * spread * math.sqrt(2 / n)), spread, n, n)  # a known spread
         if math.log1p(estimate.detectable_pct(threshold_pct) / 100.0) <= abs(math.log(ratio)):
             return n
     return None
@@ -324,17 +324,17 @@ def compare_rows(
         return CaseComparison(**fields, call="not compared", notes=(*notes, "no step times"))
     estimate = ratio_interval(base_samples, new_samples, max(_window_spread(base, new), noise))
     threshold = 1.0 + threshold_pct / 100.0
+    flipped, shared = _verdict(base) != _verdict(new), _verdicts_in_reach(base) & _verdicts_in_reach(new)
     if estimate.ratio > threshold and estimate.low > 1.0:
         call = "slower"
     elif estimate.ratio < 1.0 / threshold and estimate.high < 1.0:
         call = "faster"
-    elif _verdict(base) != _verdict(new) and not _verdicts_in_reach(base) & _verdicts_in_reach(new):
+    elif flipped and not shared:
         call = "verdict changed"
     else:
         call = "same"
-    if call != "verdict changed" and _verdict(base) != _verdict(new):
-        shared = sorted(_verdicts_in_reach(base) & _verdicts_in_reach(new))
-        borderline = f" (borderline: both intervals reach {' and '.join(shared)})" if call == "same" else ""
+    if flipped and call != "verdict changed":
+        borderline = f" (borderline: both intervals reach {' and '.join(sorted(shared))})" if call == "same" else ""
         notes.append(f"verdict {_verdict(base)} -> {_verdict(new)}{borderline}")
     if call == "same" and abs(estimate.change_pct) > threshold_pct:
         notes.append(f"past the threshold but within noise: {_settle(estimate, threshold_pct)}")
