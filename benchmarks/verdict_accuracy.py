@@ -48,7 +48,7 @@ from torchbenchmark.models.recommendation import DLRM, DLRMNet
 from torchbenchmark.profiling import run_profile
 from torchbenchmark.registry import model_class
 from torchbenchmark.steady import steady_process
-from torchbenchmark.trace_analysis import overhead_events_of_trace, summarize_trace
+from torchbenchmark.trace_analysis import EVENT_KINDS, PRICED_KINDS, overhead_events_of_trace, summarize_trace
 
 FACTOR = 1.5
 ROUND_S = 0.3  # time each variant runs per round
@@ -112,8 +112,8 @@ def timer_for(model: Any, mode: str) -> Callable[[], float]:
 
 
 def measure(case: Case, rounds: int, out_dir: Path) -> dict[str, Any]:
-    tool = collect_diagnostics(case.model, case.mode, batch_size=case.batch_size, budget=BUDGET, detailed=False,
-                               out_dir=out_dir)
+    # The detailed profile too, as the command line takes it: its shapes give an RNN call's time steps.
+    tool = collect_diagnostics(case.model, case.mode, batch_size=case.batch_size, budget=BUDGET, out_dir=out_dir)
     if tool.status != "ok":
         raise RuntimeError(f"{case.label}: {tool.status} ({tool.error})")
     cls = model_class(case.model)
@@ -143,7 +143,7 @@ def measure(case: Case, rounds: int, out_dir: Path) -> dict[str, Any]:
         "twin ops ratio": ops_ratio, "twin": twin_share, "scaling upper": scaling,
         "tool / twin": same_step / twin_share, "tool same step": same_step,
         "real iqr ms": tool.step_time.iqr_ms, "tool ms": tool.step_time.median_ms,
-        "trace": str(out_dir / tool.traces["light"]), "twin trace": str(twin_trace), "twin ms": statistics.median(figures["twin"]),
+        "trace": str(out_dir / tool.traces["light"]), "detailed trace": str(out_dir / tool.traces["detailed"]), "twin trace": str(twin_trace), "twin ms": statistics.median(figures["twin"]),
         "cold": d.cold_factor,
     }  # fmt: skip
 
@@ -171,7 +171,8 @@ def reprice(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     repriced = []
     for row in rows:
         probe_us = (row.get("cold") or 1.0) * calibration.probe_us  # the cold factor as the run measured it
-        priced = dispatch.estimate(overhead_events_of_trace(row["trace"]), calibration, row["tool ms"], row["real iqr ms"], probe_us)
+        events = overhead_events_of_trace(row["trace"], row.get("detailed trace"))
+        priced = dispatch.estimate(events, calibration, row["tool ms"], row["real iqr ms"], probe_us)
         same_step = priced.overhead_us / (row["real ms"] * 1e3)
         repriced.append(dict(
             row, tool=priced.fraction, interval=priced.interval, borderline=priced.borderline,
@@ -190,12 +191,13 @@ def explain(rows: list[dict[str, Any]]) -> str:
     calibration = dispatch.calibrate(torch.device("cpu"))
     prices, table = calibration.prices, []
     for row in rows:
-        real = overhead_events_of_trace(row["trace"])
+        real = overhead_events_of_trace(row["trace"], row.get("detailed trace"))
         mode = row["case"].split()[1]  # results written before the twin's trace was recorded: it sits beside the real one
         twin_path = row.get("twin trace") or str(Path(row["trace"]).with_name(f"{mode}-twin-bs1.pt.trace.json.gz"))
         twin = overhead_events_of_trace(twin_path)
         priced = dispatch.estimate(real, calibration, row["tool ms"], row["real iqr ms"], (row.get("cold") or 1.0) * calibration.probe_us)
-        events = {kind: priced.events_per_step[kind] * prices.of(kind) for kind in ("call", "nested", "autograd")}
+        events = {kind: priced.events_per_step[kind] * prices.of(kind) for kind in EVENT_KINDS}
+        events["set-up"] = sum(priced.events_per_step[kind] * prices.of(kind) for kind in PRICED_KINDS if kind not in EVENT_KINDS)
         # The same events with the Python gap the twin shows: what the pricing gives with coldness read right.
         twin_python = max(0.0, (twin.least_python_gap_us or 0.0) - calibration.step_gap_us - priced.events_per_step["call"] * prices.call_gap_us)
         truth_us = row["twin"] * row["real ms"] * 1e3
@@ -206,7 +208,7 @@ def explain(rows: list[dict[str, Any]]) -> str:
             f"{(real.least_python_gap_us or 0) / twin.least_python_gap_us:.2f}" if twin.least_python_gap_us else "",
             f"{priced.overhead_us / truth_us:.2f}", f"{(sum(events.values()) + twin_python) / truth_us:.2f}",
         ))  # fmt: skip
-    return tabulate(table, headers=["case", "truth µs", "tool µs", "calls µs", "nested µs", "autograd µs", "Python µs",
+    return tabulate(table, headers=["case", "truth µs", "tool µs", "calls µs", "nested µs", "autograd µs", "set-up µs", "Python µs",
                                     "real gap µs", "cold", "twin gap µs", "real gap / twin's", "tool/truth",
                                     "at twin's gap / truth"], disable_numparse=True)  # fmt: skip
 

@@ -11,7 +11,7 @@ from tests.synthetic_models import FewLargeMatmuls, ManyTinyOps
 from torchbenchmark import dispatch
 from torchbenchmark.diagnose import collect_diagnostics
 from torchbenchmark.harness import Budget, characterise
-from torchbenchmark.trace_analysis import OverheadEvents
+from torchbenchmark.trace_analysis import PRICED_KINDS, OverheadEvents
 
 QUICK = Budget(warmup_s=1.0, measure_s=0.5, min_steps=3, edge_calls=2)
 
@@ -93,13 +93,65 @@ def test_prices_from_timings_recover_known_per_event_prices() -> None:
     assert prices.call_gap_us == pytest.approx((0.8 + 1.0 + 1.2) / 3)  # each call's gap over the bare loop's
 
 
+def test_prices_from_timings_recover_an_rnn_calls_set_up_and_time_step() -> None:
+    """An RNN call costs its events' dispatch, a set-up, and a price per time step; backward beside the
+    forward it runs and the engine's entry, which a shallow backward pays too."""
+    loop, call, nested, autograd, engine = 0.05, 0.9, 0.2, 0.7, 9.0
+    setup, step, back_setup, back_step = 30.0, 0.25, 90.0, 1.0
+    long = dispatch.RNN_TIME_STEPS
+
+    def rnn(name: str, steps: int, backward: bool) -> dispatch.Workload:
+        events = {"call": 1, "nested": 12, "autograd": 5 if backward else 0, "rnn": 1, "rnn_step": steps}
+        if backward:
+            events |= {"rnn_backward": 1, "rnn_backward_step": steps}
+        return dispatch.Workload(name, lambda: None, events, time_steps=steps)
+
+    workloads = [
+        _workload("loop", 0),
+        _workload("add", 1),
+        _workload("embedding_bag", 1, 42),
+        _workload("backward_1", 3, 6, 10),
+        _workload("backward_8", 10, 6, 31),
+        rnn("rnn_1", 1, False),
+        rnn(f"rnn_{long}", long, False),
+        rnn("rnn_backward_1", 1, True),
+        rnn(f"rnn_backward_{long}", long, True),
+    ]
+    unit = {"call": call, "nested": nested, "autograd": autograd, "rnn": setup, "rnn_step": step,
+            "rnn_backward": back_setup, "rnn_backward_step": back_step}  # fmt: skip
+
+    def cost(w: dispatch.Workload) -> float:
+        fixed = engine if "backward" in w.name else 0.0
+        return loop + fixed + sum(count * unit[kind] for kind, count in w.events.items())
+
+    prices = dispatch.prices_from_timings(workloads, {w.name: cost(w) for w in workloads})
+    assert (prices.call_us, prices.nested_us, prices.autograd_us) == (pytest.approx(call), pytest.approx(nested), pytest.approx(autograd))
+    assert prices.rnn_us == pytest.approx(setup) and prices.rnn_step_us == pytest.approx(step)
+    assert prices.rnn_backward_us == pytest.approx(back_setup) and prices.rnn_backward_step_us == pytest.approx(back_step)
+    without = dispatch.prices_from_timings(workloads[:5], {w.name: cost(w) for w in workloads[:5]})
+    assert without.rnn_us == without.rnn_backward_step_us == 0.0  # no RNN loops (no oneDNN): no price
+
+
+def test_estimate_prices_an_rnn_calls_set_up_and_time_steps() -> None:
+    prices = dataclasses.replace(PRICES, rnn_us=30.0, rnn_step_us=0.25, rnn_backward_us=90.0, rnn_backward_step_us=1.0)
+    counts = {"call": 10, "nested": 40, "autograd": 0, "rnn": 2, "rnn_step": 70, "rnn_backward": 2, "rnn_backward_step": 70}
+    events = OverheadEvents(events_per_step=(counts,), python_gap_us_per_step=(5.0,))
+    priced = dispatch.estimate(events, dispatch.Calibration(repeats=(prices,)), step_ms=1.0)
+    assert priced.overhead_us == pytest.approx(10 * 1.0 + 40 * 0.25 + 2 * 30 + 70 * 0.25 + 2 * 90 + 70 * 1.0)
+    # An older row's events, without the set-up kinds, price as before.
+    assert dispatch.estimate(_events(10, 40, 0, (5.0,)), dispatch.Calibration(repeats=(prices,)), step_ms=1.0).overhead_us == pytest.approx(20)
+
+
 def test_calibration_counts_the_events_each_call_emits() -> None:
     workloads = dispatch._count_events(dispatch._workloads(torch.device("cpu")), torch.device("cpu"), 20)
     counted = {w.name: w for w in workloads}
-    assert counted["loop"].events == {"call": 0, "nested": 0, "autograd": 0}
-    assert counted["add"].events == {"call": 1, "nested": 0, "autograd": 0}
+    assert set(counted["loop"].events.values()) == {0}
+    assert counted["add"].events == dict.fromkeys(PRICED_KINDS, 0) | {"call": 1}
     assert counted["mul_scalar"].events["call"] == 1 and counted["mul_scalar"].events["nested"] >= 1  # a * 2.0 nests
     assert counted["backward_8"].events["autograd"] > counted["backward_1"].events["autograd"]
+    long = dispatch.RNN_TIME_STEPS
+    assert counted["rnn_1"].events["rnn"] == 1 and counted[f"rnn_{long}"].events["rnn_step"] == long  # on oneDNN
+    assert counted[f"rnn_backward_{long}"].events["rnn_backward"] == 1 and counted["rnn_1"].events["rnn_backward"] == 0
 
 
 def test_calibration_gives_a_price_per_kind_per_repeat() -> None:
@@ -108,6 +160,9 @@ def test_calibration_gives_a_price_per_kind_per_repeat() -> None:
     prices = calibration.prices
     assert all(value >= 0 for value in dataclasses.asdict(prices).values())
     assert prices.call_us > 0 and calibration.step_gap_us > 0
+    # oneDNN's RNN layer sets up for tens of µs a call at nil width (measured 34 forward, 96 backward,
+    # against 0.8 for a call): the premise of pricing it apart.
+    assert prices.rnn_us > 10 * prices.call_us and prices.rnn_backward_us > prices.rnn_us, prices
 
 
 def test_scaling_fits_the_intercept_and_checks_the_event_estimate_against_it() -> None:

@@ -242,7 +242,9 @@ def analyse(spec: CaseSpec, measured: Measured, case_dir: Path, row: dict[str, A
     steps = measured.characterisation.steps
     median_ms = steps.median_ms
     probe_us = measured.characterisation.cold_probe_us
-    priced = dispatch.estimate(overhead_events_of_trace(light_path), measured.calibration, median_ms, steps.iqr_ms, probe_us)
+    detailed = measured.profiles.get("detailed")
+    events = overhead_events_of_trace(light_path, shapes_path=detailed.trace_path if detailed else None)
+    priced = dispatch.estimate(events, measured.calibration, median_ms, steps.iqr_ms, probe_us)
     fraction, interval = priced.fraction, priced.interval
     verdict = dispatch.verdict(fraction)
     gpu = dispatch.judge_gpu(light, median_ms) if device.type == "cuda" else None

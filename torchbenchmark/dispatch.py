@@ -9,6 +9,13 @@ each kind has its own price, calibrated on this machine per *event*:
     nested    an op dispatched inside another op or an autograd node (linear -> t, addmm): the dispatcher
     autograd  an autograd engine node: the engine's scheduling and bookkeeping of one backward function
 
+A few ops also set up a kernel of their own on every call (``trace_analysis.SETUP_OPS``: oneDNN's LSTM
+layer, forward and backward, about 34 and 96 µs a call at nil width here, against 0.2 to 2 µs for an
+event), and step through time inside that one event: each such call is priced once more for its set-up,
+and each of its time steps at nil width. The light profile records no shapes, so the time steps come
+from the detailed profile's (with ``--no-detailed`` they are not counted: the estimate is then low by
+their share, a fifth to a quarter of an LSTM layer's fixed cost at 35 steps).
+
 Python that makes no event (module ``__call__``, hooks, the optimizer's loops, glue between ops) is
 measured, not priced: it is the time on the step's thread with no top-level op running (the trace's
 *Python gap*, each gap between two ops at its least over the profiled steps, since preemption only
@@ -22,6 +29,7 @@ The probe measures it per step, not per op: the Python after a tiny op of such a
 after a large one (benchmarks/RESULTS.md). So:
 
     overhead_us = calls * call_us + nested * nested_us + autograd * autograd_us
+                  + rnn_calls * rnn_us + rnn_time_steps * rnn_step_us   (and the same for their backward)
                   + max(0, python_gap_us / cold - step_gap_us - calls * call_gap_us)
     overhead_fraction = overhead_us / step_time             (uncapped; the pinned field caps it at 1)
 
@@ -30,7 +38,9 @@ loop once to count the events an iteration emits, since one call is rarely one e
 dispatches five). Prices follow in order, each from loops whose other kinds are already priced:
 ``call_us`` from ops that nest nothing, ``nested_us`` pooled over ops that nest many, ``autograd_us``
 from the difference between a deep and a shallow backward (so the fixed cost of entering the engine,
-which the trace shows as Python gap, cancels). The loop's own cost is taken off every timing.
+which the trace shows as Python gap, cancels), then the LSTM layer's set-up and time step from loops of
+one layer of width 2 over 1 and RNN_TIME_STEPS time steps, beyond their events' prices (and, backward,
+beyond the forward it runs and the engine's entry). The loop's own cost is taken off every timing.
 
 The interval spans each calibration repeat's prices, the profiled steps' Python gaps (least, then median
 and without the cold factor at the top) and the measured step time's interquartile range:
@@ -72,7 +82,15 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 from torchbenchmark.harness import ColdProbe, StepTimer, device_sync
 from torchbenchmark.results import GpuEvidence, Scaling
 from torchbenchmark.spec import Budget
-from torchbenchmark.trace_analysis import EVENT_KINDS, OverheadEvents, TraceSummary, overhead_events_of_trace
+from torchbenchmark.trace_analysis import (
+    EVENT_KINDS,
+    PRICED_KINDS,
+    SETUP_KINDS,
+    TIME_STEP_KINDS,
+    OverheadEvents,
+    TraceSummary,
+    overhead_events_of_trace,
+)
 
 DISPATCH_BOUND_AT = 0.5
 COMPUTE_BOUND_BELOW = 0.2
@@ -92,6 +110,12 @@ class Prices:
     nested_us: float
     autograd_us: float
     call_gap_us: float  # Python gap per top-level call of a bare loop under the light profiler, loop excluded
+    # A oneDNN RNN layer call (trace_analysis.SETUP_OPS) beyond its events' dispatch: its set-up, and each
+    # time step it runs at nil width; 0 where LSTMs do not run on oneDNN.
+    rnn_us: float = 0.0
+    rnn_step_us: float = 0.0
+    rnn_backward_us: float = 0.0
+    rnn_backward_step_us: float = 0.0
 
     def of(self, kind: str) -> float:
         return getattr(self, f"{kind}_us")
@@ -121,6 +145,15 @@ class Workload:
     run: Callable[[], object]
     events: dict[str, float] = dataclasses.field(default_factory=dict)
     gap_us: float = 0.0  # Python gap per iteration under the light profiler
+    time_steps: int = 0  # of each RNN layer call in it; the light profile records no shapes to count them
+    dear: bool = False  # 20 to 200 times a trivial call's cost: timed and counted over a tenth as many iterations
+
+    def iterations(self, count: int) -> int:
+        return max(1, count // 10 if self.dear else count)
+
+
+# The time steps of the calibration's longer RNN loop: with the one-step loop, a line through set-up and step.
+RNN_TIME_STEPS = 33
 
 
 def _workloads(device: torch.device) -> list[Workload]:
@@ -129,6 +162,21 @@ def _workloads(device: torch.device) -> list[Workload]:
     x, w, bias = torch.ones(1, 1, **one), torch.ones(1, 1, **one), torch.ones(1, **one)
     table, index, offsets = torch.ones(4, 1, **one), torch.zeros(1, dtype=torch.long, **one), torch.zeros(1, dtype=torch.long, **one)
     leaf = torch.ones(1, requires_grad=True, **one)
+    # One LSTM layer of width 2 (gate weights, recurrent weights and their biases) over 1 and 33 time steps.
+    # Widths 2 to 16 cost the same within 5% a call; width 1 a third less, a case of its own.
+    gates = [torch.full((8, 2), 0.1, **one), torch.full((8, 2), 0.1, **one), torch.zeros(8, **one), torch.zeros(8, **one)]
+    trained = [weight.clone().requires_grad_() for weight in gates]
+    state = (torch.zeros(1, 1, 2, **one), torch.zeros(1, 1, 2, **one))
+
+    def lstm(time_steps: int, train: bool) -> Callable[[], object]:
+        sequence, weights = torch.ones(1, time_steps, 2, **one), trained if train else gates
+
+        def run() -> object:
+            # input, state, weights, has_biases, num_layers, dropout, train, bidirectional, batch_first
+            out = torch.lstm(sequence, state, weights, True, 1, 0.0, train, False, True)[0]
+            return out.sum().backward() if train else out
+
+        return run
 
     def backward(depth: int) -> Callable[[], None]:
         def run() -> None:
@@ -140,7 +188,8 @@ def _workloads(device: torch.device) -> list[Workload]:
         return run
 
     # Ops of each shape a model's step is made of: calls that nest nothing, calls that nest a few or many
-    # ops (embedding_bag nests about 40), and backward passes of two depths.
+    # ops (embedding_bag nests about 40), backward passes of two depths, and an op with a set-up of its
+    # own (SETUP_OPS: an LSTM runs on oneDNN's RNN layer wherever oneDNN is built in), forward and back.
     return [
         Workload("loop", lambda: None),
         Workload("add", lambda: a + b),
@@ -151,13 +200,17 @@ def _workloads(device: torch.device) -> list[Workload]:
         Workload("sum", lambda: a.sum()),
         Workload("linear", lambda: F.linear(x, w, bias)),
         Workload("embedding_bag", lambda: F.embedding_bag(index, table, offsets)),
-        Workload("backward_1", backward(1)),
-        Workload("backward_8", backward(8)),
+        Workload("backward_1", backward(1), dear=True),
+        Workload("backward_8", backward(8), dear=True),
+        *(Workload(f"rnn_{steps}", lstm(steps, train=False), time_steps=steps, dear=True) for steps in (1, RNN_TIME_STEPS)),
+        *(Workload(f"rnn_backward_{steps}", lstm(steps, train=True), time_steps=steps, dear=True)
+          for steps in (1, RNN_TIME_STEPS)),
     ]
 
 
 def _count_events(workloads: list[Workload], device: torch.device, iterations: int) -> list[Workload]:
-    """Each workload with the events and Python gap of one iteration, from one light profile of its loop."""
+    """Each workload with the events and Python gap of one iteration, from one light profile of its loop
+    (``iterations`` of it, a tenth as many of a dear one)."""
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "calibration.json"
@@ -165,31 +218,33 @@ def _count_events(workloads: list[Workload], device: torch.device, iterations: i
             for index, workload in enumerate(workloads):
                 # Named as profiler steps so the trace is read exactly as a model's trace is.
                 with record_function(f"ProfilerStep#{index}"):
-                    for _ in range(iterations):
+                    for _ in range(workload.iterations(iterations)):
                         workload.run()
         prof.export_chrome_trace(str(path))
         counted = overhead_events_of_trace(path)
-    counted_workloads = [
+    return [
         dataclasses.replace(
             workload,
-            events={kind: events[kind] / iterations for kind in EVENT_KINDS},
-            gap_us=gap / iterations,
+            events=events | {TIME_STEP_KINDS[kind]: events[kind] * workload.time_steps for kind in SETUP_KINDS},
+            gap_us=gap / workload.iterations(iterations),
         )
         for workload, events, gap in zip(workloads, counted.events_per_step, counted.python_gap_us_per_step)
+        for events in [{kind: count / workload.iterations(iterations) for kind, count in events.items()}]
     ]
-    return counted_workloads
 
 
 def prices_from_timings(workloads: Sequence[Workload], cost_us: dict[str, float]) -> Prices:
     """Per-event prices from each workload's counted events and its measured cost per iteration (µs).
 
     ``cost_us`` must hold ``loop`` (an empty loop body), workloads that nest nothing, workloads that
-    nest ops, and ``backward_1`` and ``backward_8``; see the module docstring for the order.
+    nest ops, and ``backward_1`` and ``backward_8``; see the module docstring for the order. The RNN
+    loops (``rnn_1``, ``rnn_33``, ``rnn_backward_1``, ``rnn_backward_33``), where given and where their
+    layer ran on oneDNN, price its set-up and time steps last.
     """
     by_name = {w.name: w for w in workloads}
     loop = cost_us["loop"]
     net = {name: max(0.0, cost - loop) for name, cost in cost_us.items()}
-    forward = [w for w in workloads if w.name != "loop" and not w.name.startswith("backward")]
+    forward = [w for w in workloads if w.name != "loop" and not w.name.startswith("backward") and not w.time_steps]
     flat = [w for w in forward if w.events["nested"] == 0 and w.events["call"] > 0]
     nesting = [w for w in forward if w.events["nested"] > 0]
     call_us = statistics.median(net[w.name] / w.events["call"] for w in flat)
@@ -199,7 +254,27 @@ def prices_from_timings(workloads: Sequence[Workload], cost_us: dict[str, float]
     autograd_us = max(0.0, (net[deep.name] - net[shallow.name] - delta["call"] * call_us - delta["nested"] * nested_us) / delta["autograd"])
     loop_gap = by_name["loop"].gap_us
     call_gap_us = statistics.median(max(0.0, w.gap_us - loop_gap) / w.events["call"] for w in forward)
-    return Prices(call_us=call_us, nested_us=nested_us, autograd_us=autograd_us, call_gap_us=call_gap_us)
+    prices = Prices(call_us=call_us, nested_us=nested_us, autograd_us=autograd_us, call_gap_us=call_gap_us)
+
+    def unpriced_us(workload: Workload) -> float:
+        """The workload's cost beyond its events at the prices known so far."""
+        return net[workload.name] - sum(workload.events.get(kind, 0) * prices.of(kind) for kind in PRICED_KINDS)
+
+    # An RNN call costs, beyond its events' dispatch, set-up + time steps * step: a line through the short
+    # and the long loop. Backward is priced after forward, beyond what entering the engine costs a
+    # shallow backward too.
+    for kind, engine in (("rnn", None), ("rnn_backward", shallow)):
+        short, long = by_name.get(f"{kind}_1"), by_name.get(f"{kind}_{RNN_TIME_STEPS}")
+        if short is None or long is None or not short.events[kind] or not long.events[kind]:
+            continue
+
+        def per_call_us(workload: Workload) -> float:
+            return (unpriced_us(workload) - (unpriced_us(engine) if engine else 0.0)) / workload.events[kind]
+
+        step_us = max(0.0, (per_call_us(long) - per_call_us(short)) / (long.time_steps - short.time_steps))
+        setup_us = max(0.0, per_call_us(short) - step_us * short.time_steps)
+        prices = dataclasses.replace(prices, **{f"{kind}_us": setup_us, f"{TIME_STEP_KINDS[kind]}_us": step_us})
+    return prices
 
 
 def _step_gap_us(device: torch.device, steps: int = 20) -> float:
@@ -234,7 +309,21 @@ BURSTS = 8
 
 
 def calibrate(device: torch.device, calls: int = 1000, repeats: int = 5, profiled_calls: int = 300) -> Calibration:
-    """Per-event prices on ``device``, one set per repeat; the workloads take turns within each repeat."""
+    """Per-event prices on ``device``, one set per repeat; the workloads take turns within each repeat.
+
+    Timed on one CPU thread: nil-width ops have no work to share, and more threads only add OpenMP's
+    waits. On a loaded machine oneDNN's LSTM took 270 ms a backward call of 33 time steps on two threads,
+    0.2 ms on one: its threads met at every step, each wait as long as the scheduler kept one off a core.
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _calibrate(device, calls, repeats, profiled_calls)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _calibrate(device: torch.device, calls: int, repeats: int, profiled_calls: int) -> Calibration:
     sync = device_sync(device)  # the case's own GPU, not the current one
     workloads = _workloads(device)
     for workload in workloads:
@@ -245,8 +334,7 @@ def calibrate(device: torch.device, calls: int = 1000, repeats: int = 5, profile
     for _ in range(repeats):
         cost_us = {}
         for workload in workloads:
-            # Backward loops are 20-40x dearer per iteration: fewer of them take about as long.
-            n = max(1, (calls // 10 if workload.name.startswith("backward") else calls) // BURSTS)
+            n = max(1, workload.iterations(calls) // BURSTS)  # a dear loop's fewer iterations take about as long
             bursts = []
             for _ in range(BURSTS):
                 # Each burst starts on an idle GPU and is timed without waiting for its kernels: a burst
@@ -267,7 +355,7 @@ def calibrate(device: torch.device, calls: int = 1000, repeats: int = 5, profile
 class Estimate:
     """The overhead of an average step, priced per kind of event, and its share of the step."""
 
-    events_per_step: dict[str, float]  # by kind in EVENT_KINDS
+    events_per_step: dict[str, float]  # by kind in PRICED_KINDS
     python_us: float  # per step: Python time that made no event (gap beyond what the calls' own gaps hold)
     cold: float  # the cold factor the gap was divided by
     overhead_us: float  # per step, all kinds and the Python time
@@ -299,7 +387,7 @@ def _overhead_us(
 ) -> tuple[float, float]:
     """(overhead, Python time) per step in µs."""
     python_us = max(0.0, gap_us / cold - step_gap_us - events["call"] * prices.call_gap_us)
-    return sum(events[kind] * prices.of(kind) for kind in EVENT_KINDS) + python_us, python_us
+    return sum(events.get(kind, 0) * prices.of(kind) for kind in PRICED_KINDS) + python_us, python_us
 
 
 def estimate(
@@ -313,7 +401,7 @@ def estimate(
     """
     if step_ms <= 0:
         raise ValueError("step time must be positive")
-    per_step = {kind: events.mean_events(kind) for kind in EVENT_KINDS}
+    per_step = {kind: events.mean_events(kind) for kind in PRICED_KINDS}
     gaps = events.python_gap_us_per_step or (0.0,)
     least_gap, median_gap = min(gaps), statistics.median(gaps)
     if events.least_python_gap_us is not None:

@@ -283,6 +283,15 @@ def summarize_trace(path: str | Path, top: int = 10) -> TraceSummary:
 #   nested    an op dispatched inside another op or inside an autograd node (linear -> t, addmm, ...)
 #   autograd  an autograd engine node: the engine's scheduling and bookkeeping of one backward function
 EVENT_KINDS = ("call", "nested", "autograd")
+# Ops that build their kernel anew on every call, before any arithmetic: oneDNN's RNN layers create their
+# primitive per call and step through time inside one event, tens of µs a call at nil width, beside which
+# a dispatch is nothing. Such an event counts under its kind above and once more under its set-up kind;
+# the time steps it runs count under a kind of their own, known only from a trace that recorded shapes
+# (``time_steps_per_call``).
+SETUP_OPS = {"aten::mkldnn_rnn_layer": "rnn", "aten::mkldnn_rnn_layer_backward": "rnn_backward"}
+SETUP_KINDS = tuple(SETUP_OPS.values())
+TIME_STEP_KINDS = {kind: f"{kind}_step" for kind in SETUP_KINDS}
+PRICED_KINDS = EVENT_KINDS + SETUP_KINDS + tuple(TIME_STEP_KINDS.values())
 AUTOGRAD_NODE_PREFIX = "autograd::engine::evaluate_function"
 
 
@@ -290,7 +299,7 @@ AUTOGRAD_NODE_PREFIX = "autograd::engine::evaluate_function"
 class OverheadEvents:
     """The op events of each profiled step by kind, and the Python time between them that made no event."""
 
-    events_per_step: tuple[dict[str, int], ...]  # per step: events of each kind in EVENT_KINDS
+    events_per_step: tuple[dict[str, float], ...]  # per step: events of each kind in PRICED_KINDS
     python_gap_us_per_step: tuple[float, ...]  # per step: time on the step's thread with no op running,
     # except between two autograd nodes (the engine's own scheduling, priced with the nodes)
     least_python_gap_us: float | None = None  # each gap at its least over the steps, summed (see below)
@@ -300,11 +309,33 @@ class OverheadEvents:
         return len(self.events_per_step)
 
     def mean_events(self, kind: str) -> float:
-        return statistics.fmean(step[kind] for step in self.events_per_step) if self.events_per_step else 0.0
+        return statistics.fmean(step.get(kind, 0) for step in self.events_per_step) if self.events_per_step else 0.0
 
     @property
     def median_python_gap_us(self) -> float:
         return statistics.median(self.python_gap_us_per_step) if self.python_gap_us_per_step else 0.0
+
+    def with_time_steps(self, per_call: dict[str, float]) -> OverheadEvents:
+        """These events with each set-up kind's time steps counted, at ``per_call`` time steps a call."""
+        return dataclasses.replace(self, events_per_step=tuple(
+            {**step, **{TIME_STEP_KINDS[kind]: step[kind] * steps for kind, steps in per_call.items()}}
+            for step in self.events_per_step
+        ))  # fmt: skip
+
+
+def time_steps_per_call(events: Iterable[Event]) -> dict[str, float]:
+    """The mean time steps of a call of each set-up kind (SETUP_OPS), from a trace that recorded shapes.
+
+    An RNN layer's input is time-major, (time, batch, features). A kind left out had no call with that
+    shape (a packed sequence's input is 2-d): its time steps are not known.
+    """
+    steps: dict[str, list[int]] = defaultdict(list)
+    for event in events:
+        kind = SETUP_OPS.get(str(event.get("name", "")))
+        dims = (event.get("args") or {}).get("Input Dims") if kind and event.get("ph") == "X" else None
+        if dims and len(dims[0]) == 3:
+            steps[kind].append(int(dims[0][0]))
+    return {kind: statistics.fmean(counts) for kind, counts in steps.items()}
 
 
 def _step_threads(events: Iterable[Event]) -> list[tuple[float, float, Any]]:
@@ -317,7 +348,7 @@ def _step_threads(events: Iterable[Event]) -> list[tuple[float, float, Any]]:
 
 
 def overhead_events(events: Sequence[Event]) -> OverheadEvents:
-    """Each step's op events by kind (EVENT_KINDS) and its Python gap time. Raises ValueError without steps.
+    """Each step's op events by kind (PRICED_KINDS) and its Python gap time. Raises ValueError without steps.
 
     An event is the child of the innermost event on its thread that is still open when it starts. The
     Python gap of a step is the time on the step's thread covered by no top-level op, less the time between
@@ -339,17 +370,20 @@ def overhead_events(events: Sequence[Event]) -> OverheadEvents:
             (op for op in ops_by_thread.get(thread, ()) if start <= float(op["ts"]) < end),
             key=lambda op: (float(op["ts"]), -float(op["dur"])),
         )
-        count = dict.fromkeys(EVENT_KINDS, 0)
+        count: dict[str, float] = dict.fromkeys(PRICED_KINDS, 0)
         stack: list[float] = []  # end times of the open ancestors
         tops: list[tuple[float, float, bool]] = []  # (start, end, is an autograd node) of top-level ops
         for op in ops:
             op_start, op_end = float(op["ts"]), float(op["ts"]) + float(op["dur"])
             while stack and stack[-1] <= op_start:
                 stack.pop()
-            is_node = str(op.get("name", "")).startswith(AUTOGRAD_NODE_PREFIX)
+            name = str(op.get("name", ""))
+            is_node = name.startswith(AUTOGRAD_NODE_PREFIX)
             if not stack:
                 tops.append((op_start, op_end, is_node))
             count["autograd" if is_node else "nested" if stack else "call"] += 1
+            if name in SETUP_OPS:
+                count[SETUP_OPS[name]] += 1
             stack.append(op_end)
         counts.append(count)
         step_gaps, cursor, previous_node = [], start, False
@@ -372,8 +406,13 @@ def overhead_events(events: Sequence[Event]) -> OverheadEvents:
     )
 
 
-def overhead_events_of_trace(path: str | Path) -> OverheadEvents:
-    return overhead_events(load_events(path))
+def overhead_events_of_trace(path: str | Path, shapes_path: str | Path | None = None) -> OverheadEvents:
+    """The overhead events of a light trace; ``shapes_path``, a trace of the same model that recorded shapes
+    (the detailed profile's), is read for the time steps of its set-up ops, only when it holds some."""
+    events = overhead_events(load_events(path))
+    if shapes_path is not None and any(events.mean_events(kind) for kind in SETUP_KINDS):
+        events = events.with_time_steps(time_steps_per_call(load_events(shapes_path)))
+    return events
 
 
 # Collective communication ---------------------------------------------------------------------------
