@@ -7,8 +7,9 @@
 turns: every round, each process in turn measures one window of steps as characterisation does
 (about 2 s) and counts the minor page faults of five more. Taking turns gives every process the same
 spells of load, so what still differs between their medians is the process itself. ``steady`` sets a
-process up as a sweep does (``torchbenchmark.steady.steady_process``); ``default`` leaves glibc's malloc
-as it comes (denormals are flushed in both, so only the allocator differs).
+process up as a sweep does (``torchbenchmark.steady.steady_process``); ``small_pages`` does too, but
+leaves tensors in 4 KB pages (``THP_MEM_ALLOC_ENABLE=0``); ``default`` leaves glibc's malloc and the
+pages as they come (denormals are flushed in all three, so only the memory setting differs).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from _report import append
+from torchbenchmark.steady import THP_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,7 +34,7 @@ import torchbenchmark as tb
 from torchbenchmark.harness import Budget, StepTimer, timed_call, warm_up
 from torchbenchmark.steady import steady_process
 name, mode, setup = sys.argv[1:4]
-if setup == "steady":
+if setup in ("steady", "small_pages"):
     steady_process()
 else:
     torch.set_flush_denormal(True)
@@ -47,7 +49,9 @@ for _ in sys.stdin:
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     timed_call(model, mode, 5, StepTimer())
     faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults) / 5
-    print(statistics.median(timer.inner_ns()) / 1e6, faults, flush=True)
+    with open("/proc/self/smaps_rollup") as smaps:  # Linux: the process's memory in transparent huge pages
+        huge = next((int(line.split()[1]) for line in smaps if line.startswith("AnonHugePages:")), 0)
+    print(statistics.median(timer.inner_ns()) / 1e6, faults, huge / 1024, flush=True)
 """
 
 
@@ -64,12 +68,13 @@ def main() -> None:
     parser.add_argument("--setups", default="steady,default")
     args = parser.parse_args()
 
-    env = {**os.environ, "KINETO_LOG_LEVEL": "5"}
+    env = {key: value for key, value in os.environ.items() if key != THP_ENV} | {"KINETO_LOG_LEVEL": "5"}
     setups = args.setups.split(",")
     # Processes of the setups alternate in the turn order, so neither setup always goes first.
     order = [(setup, index) for index in range(args.processes) for setup in setups]
     workers = {
-        key: subprocess.Popen([sys.executable, "-c", CHILD, args.model, args.mode, key[0]], cwd=ROOT, env=env,
+        key: subprocess.Popen([sys.executable, "-c", CHILD, args.model, args.mode, key[0]], cwd=ROOT,
+                              env=env | ({THP_ENV: "0"} if key[0] == "small_pages" else {}),
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         for key in order
     }  # fmt: skip
@@ -78,26 +83,29 @@ def main() -> None:
             raise SystemExit(f"a worker failed to start: exit {worker.wait()}")
     medians: dict[tuple[str, int], list[float]] = {key: [] for key in order}
     faults: dict[tuple[str, int], list[float]] = {key: [] for key in order}
+    huge_mb: dict[tuple[str, int], float] = {}
     for _ in range(args.rounds):
         for key in order:
             workers[key].stdin.write("measure\n")
             workers[key].stdin.flush()
-            median, fault = workers[key].stdout.readline().split()
+            median, fault, huge = workers[key].stdout.readline().split()
             medians[key].append(float(median))
             faults[key].append(float(fault))
+            huge_mb[key] = float(huge)
     for worker in workers.values():
         worker.stdin.close()
         worker.wait()
 
     rows = [
         (setup, index + 1, statistics.median(medians[setup, index]), spread_pct(medians[setup, index]),
-         statistics.median(faults[setup, index]))
+         statistics.median(faults[setup, index]), huge_mb[setup, index])
         for setup in setups for index in range(args.processes)
     ]  # fmt: skip
     table = tabulate(
         rows,
-        headers=["setup", "process", "median of rounds ms", "within-process spread %", "page faults / step"],
-        floatfmt=("", "", ".1f", ".1f", ".0f"),
+        headers=["setup", "process", "median of rounds ms", "within-process spread %", "page faults / step",
+                 "in huge pages MB"],
+        floatfmt=("", "", ".1f", ".1f", ".0f", ".0f"),
     )
     per_setup = {setup: [row[2] for row in rows if row[0] == setup] for setup in setups}
     notes = (

@@ -7,6 +7,7 @@ import os
 import platform
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -27,13 +28,16 @@ before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 for _ in range(9):
     torch.ones(16 << 20)
 faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
-print(json.dumps({"faults": faults, "setting": setting}))
+kept = torch.ones(16 << 20)
+with open("/proc/self/smaps_rollup") as smaps:
+    huge_kb = next(int(line.split()[1]) for line in smaps if line.startswith("AnonHugePages:"))
+print(json.dumps({"faults": faults, "setting": setting, "huge_kb": huge_kb}))
 """
 
 
 def churn(variant: str, **env: str) -> dict:
     """Run CHURN in a fresh process with no allocator setting of the user's, plus ``env``."""
-    clean = {key: value for key, value in os.environ.items() if key not in ("LD_PRELOAD", "GLIBC_TUNABLES")}
+    clean = {key: value for key, value in os.environ.items() if key not in ("LD_PRELOAD", "GLIBC_TUNABLES", steady.THP_ENV)}
     done = subprocess.run([sys.executable, "-c", CHURN, variant], capture_output=True, text=True, env={**clean, **env}, check=True)
     return json.loads(done.stdout)
 
@@ -44,7 +48,21 @@ def test_steady_process_keeps_freed_tensor_memory_instead_of_faulting_it_in_ever
     pages = 9 * (64 << 20) // 4096
     assert default["faults"] > pages // 2, default  # the churn this guards against, measured as it happens
     assert kept["faults"] < pages // 100, kept
-    assert kept["setting"] == steady.GLIBC_KEEPS_MEMORY
+    assert kept["setting"].startswith(steady.GLIBC_KEEPS_MEMORY)
+
+
+THP_MODE = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+MADVISE = THP_MODE.exists() and "[madvise]" in THP_MODE.read_text()
+
+
+@pytest.mark.skipif(not (ON_GLIBC and MADVISE), reason="huge pages on request: Linux with THP in madvise mode")
+def test_steady_process_puts_large_tensors_in_huge_pages_unless_the_user_said_otherwise() -> None:
+    default, kept = churn("default"), churn("steady")
+    assert default["huge_kb"] == 0, default  # in madvise mode only a region that asks gets huge pages
+    assert kept["huge_kb"] >= 32 << 10, kept  # the 64 MiB tensor, but for its unaligned edges
+    assert kept["setting"] == f"{steady.GLIBC_KEEPS_MEMORY}; {steady.HUGE_PAGES}"
+    user = churn("steady", **{steady.THP_ENV: "0"})
+    assert user["huge_kb"] == 0 and user["setting"].endswith(f"the user's: {steady.THP_ENV}=0"), user
 
 
 def test_a_users_own_allocator_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:

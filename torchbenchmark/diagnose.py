@@ -59,7 +59,8 @@ def collect_diagnostics(
 
     ``steady=True`` (the default) first sets this process up as a sweep sets up each case's, with
     ``torchbenchmark.steady.steady_process`` (denormals flushed to zero, freed memory kept by glibc's
-    malloc), so the figures match a sweep's; both settings stay for the rest of the process.
+    malloc, large tensors in huge pages if no tensor was made before), so the figures match a sweep's;
+    the settings stay for the rest of the process.
     ``steady=False`` leaves the process as it is.
     """
     if steady:
