@@ -410,6 +410,11 @@ def test_the_environment_notes_name_both_hosts_and_both_torch_versions() -> None
         "torch 2.14.1 -> 2.15",
     )
     assert compare(side(row("m", [10.0])), side(row("m", [10.0]), env={**ENV, "threads": 1})).notes == ()
+    small_pages = "glibc malloc keeps freed memory (no mmap, no trim)"
+    huge_pages = f"{small_pages}; tensors of 2 MB or more in transparent huge pages"
+    settings = compare(side(row("m", [10.0]), env={**ENV, "malloc": small_pages}), side(row("m", [10.0]), env={**ENV, "malloc": huge_pages}))
+    assert settings.notes == (f"the processes' memory settings differ: {small_pages} -> {huge_pages}",)
+    assert compare(side(row("m", [10.0])), side(row("m", [10.0]), env={**ENV, "malloc": huge_pages})).notes == ()  # one side unrecorded
 
 
 def test_comparison_to_dict_has_the_pinned_keys_and_counts_each_call() -> None:

@@ -385,6 +385,9 @@ def compare(
                      f"{new.environment.get('host')}): read changes as between machines, not only between code")  # fmt: skip
     if base.environment.get("torch") != new.environment.get("torch"):
         notes.append(f"torch {base.environment.get('torch')} -> {new.environment.get('torch')}")
+    malloc = base.environment.get("malloc"), new.environment.get("malloc")
+    if None not in malloc and malloc[0] != malloc[1]:  # how each case's process was set up (steady.py)
+        notes.append(f"the processes' memory settings differ: {malloc[0]} -> {malloc[1]}")
     order = {call: i for i, call in enumerate(CALLS)}
     cases.sort(key=lambda case: order[case.call])  # regressions first
     return Comparison(base.source, new.source, threshold_pct, tuple(cases), tuple(notes), noise)

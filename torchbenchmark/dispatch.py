@@ -222,15 +222,14 @@ def _count_events(workloads: list[Workload], device: torch.device, iterations: i
                         workload.run()
         prof.export_chrome_trace(str(path))
         counted = overhead_events_of_trace(path)
-    return [
-        dataclasses.replace(
-            workload,
-            events=events | {TIME_STEP_KINDS[kind]: events[kind] * workload.time_steps for kind in SETUP_KINDS},
-            gap_us=gap / workload.iterations(iterations),
-        )
-        for workload, events, gap in zip(workloads, counted.events_per_step, counted.python_gap_us_per_step)
-        for events in [{kind: count / workload.iterations(iterations) for kind, count in events.items()}]
-    ]
+    counted_workloads = []
+    for workload, events, gap in zip(workloads, counted.events_per_step, counted.python_gap_us_per_step):
+        runs = workload.iterations(iterations)
+        per_run = {kind: count / runs for kind, count in events.items()}
+        # The light profile records no shapes: an RNN loop's time steps are the ones it was built with.
+        per_run |= {TIME_STEP_KINDS[kind]: per_run[kind] * workload.time_steps for kind in SETUP_KINDS}
+        counted_workloads.append(dataclasses.replace(workload, events=per_run, gap_us=gap / runs))
+    return counted_workloads
 
 
 def prices_from_timings(workloads: Sequence[Workload], cost_us: dict[str, float]) -> Prices:
