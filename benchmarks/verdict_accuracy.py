@@ -9,8 +9,9 @@ pricing, against the truth that run measured: a change to the pricing is checked
 ``--explain`` breaks each estimate of a run down (events by kind, the Python gap and its cold factor)
 beside the twin's own Python gap, read from the twin's kept trace: where an estimate's error comes from.
 
-For each case the tool's estimate comes from ``collect_diagnostics`` (light profile only), then the truth
-is measured on the same warm machine, every variant taking turns in each round (``_report.interleaved``):
+For each case the tool's estimate comes from ``collect_diagnostics`` (both profiles, as the command line
+takes them: the detailed one's shapes give an LSTM call's time steps), then the truth is measured on the
+same warm machine, every variant taking turns in each round (``_report.interleaved``):
 - twin: the same graph of ops with every width shrunk (a config per case below), run at batch 1, so
   it calls nearly the same ops with next to no arithmetic. Its step time, scaled by the ratio of op
   events (real over twin, from one light profile of each), over the real step time is the best estimate
@@ -143,7 +144,8 @@ def measure(case: Case, rounds: int, out_dir: Path) -> dict[str, Any]:
         "twin ops ratio": ops_ratio, "twin": twin_share, "scaling upper": scaling,
         "tool / twin": same_step / twin_share, "tool same step": same_step,
         "real iqr ms": tool.step_time.iqr_ms, "tool ms": tool.step_time.median_ms,
-        "trace": str(out_dir / tool.traces["light"]), "detailed trace": str(out_dir / tool.traces["detailed"]), "twin trace": str(twin_trace), "twin ms": statistics.median(figures["twin"]),
+        "trace": str(out_dir / tool.traces["light"]), "detailed trace": str(out_dir / tool.traces["detailed"]),
+        "twin trace": str(twin_trace), "twin ms": statistics.median(figures["twin"]),
         "cold": d.cold_factor,
     }  # fmt: skip
 
