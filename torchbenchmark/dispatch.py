@@ -386,7 +386,7 @@ def _overhead_us(
 ) -> tuple[float, float]:
     """(overhead, Python time) per step in µs."""
     python_us = max(0.0, gap_us / cold - step_gap_us - events["call"] * prices.call_gap_us)
-    return sum(events.get(kind, 0) * prices.of(kind) for kind in PRICED_KINDS) + python_us, python_us
+    return sum(events[kind] * prices.of(kind) for kind in PRICED_KINDS) + python_us, python_us
 
 
 def estimate(

@@ -50,6 +50,7 @@ GLIBC_KEEPS_MEMORY = "glibc malloc keeps freed memory (no mmap, no trim)"
 HUGE_PAGES = "tensors of 2 MB or more in transparent huge pages"
 THP_ENV = "THP_MEM_ALLOC_ENABLE"  # read by PyTorch's CPU allocator (c10/core/alloc_cpu.cpp)
 _THP_MODE = "/sys/kernel/mm/transparent_hugepage/enabled"
+_USERS_THP = os.environ.get(THP_ENV)  # as the process started: steady_process may set it later
 
 
 def _huge_pages_available() -> bool:
@@ -75,8 +76,8 @@ def huge_pages_setting() -> str | None:
     """What ``steady_process`` does about huge pages, in words; None where it does nothing."""
     if _user_allocator():
         return None  # the user's allocator, as they set it up
-    if os.environ.get(THP_ENV) is not None and not _thp_set_here:
-        return f"the user's: {THP_ENV}={os.environ[THP_ENV]}"
+    if _USERS_THP is not None:
+        return f"the user's: {THP_ENV}={_USERS_THP}"
     return HUGE_PAGES if _huge_pages_available() else None
 
 
@@ -91,9 +92,6 @@ def malloc_setting() -> str:
     return f"{setting}; {huge}" if huge else setting
 
 
-_thp_set_here = False  # THP_ENV in the environment is steady_process's, not the user's
-
-
 def steady_process() -> str:
     """Flush denormals, keep freed memory in this process and put large tensors in huge pages; returns
     ``malloc_setting()``.
@@ -101,7 +99,6 @@ def steady_process() -> str:
     A sweep calls it first thing in each case's process, before any tensor is made. Call it before
     building a model for in-process figures (``collect_diagnostics``) that match a sweep's.
     """
-    global _thp_set_here
     torch.set_flush_denormal(True)
     setting = malloc_setting()
     if setting.startswith(GLIBC_KEEPS_MEMORY):
@@ -110,5 +107,4 @@ def steady_process() -> str:
             raise OSError("mallopt refused to keep freed memory")  # glibc accepts both: never expected
     if huge_pages_setting() == HUGE_PAGES:
         os.environ[THP_ENV] = "1"
-        _thp_set_here = True
     return setting
