@@ -183,7 +183,9 @@ def test_pooling_joins_the_processes_of_every_run_that_measured_a_case_alike(tmp
     runs = [("20260101T000001.000000Z-aaaa", ENV, [timed_row("a", (10.0,)), timed_row("b", (5.0,))]),
             ("20260101T000002.000000Z-bbbb", ENV, [timed_row("a", (11.0, 12.0)), timed_row("b", (6.0,), batch_size=8)]),
             ("20260101T000003.000000Z-cccc", {**ENV, "torch": "2.15.0"}, [timed_row("c", (1.0,))]),
-            ("20260101T000004.000000Z-dddd", ENV, [timed_row("a", (13.0,)), timed_row("c", (2.0,))])]  # fmt: skip
+            ("20260101T000004.000000Z-dddd", ENV, [timed_row("a", (13.0,)), timed_row("c", (2.0,))]),
+            ("20260101T000005.000000Z-eeee", {**ENV, "threads": 1}, [timed_row("d", (3.0,))]),
+            ("20260101T000006.000000Z-ffff", {**ENV, "threads": 2}, [timed_row("d", (4.0,))])]  # fmt: skip
     for run_id, env, rows in runs:
         storage.write_record(tmp_path, RunRecord(run_id, env, None, tuple(rows), state="complete"))
     latest = {row.model: row for row in load_summary(tmp_path).rows}
@@ -197,6 +199,8 @@ def test_pooling_joins_the_processes_of_every_run_that_measured_a_case_alike(tmp
     # b at another batch size and c under another torch are measured otherwise: the latest run's alone.
     assert pooled["b"] == latest["b"] and pooled["b"].samples.process_medians_ms == (6.0,)
     assert pooled["c"] == latest["c"] and pooled["c"].samples.process_medians_ms == (2.0,)
+    # d at another count of intra-op threads likewise.
+    assert pooled["d"] == latest["d"] and pooled["d"].samples.process_medians_ms == (4.0,)
 
 
 def test_repeat_and_pool_time_a_case_alike() -> None:

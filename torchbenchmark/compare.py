@@ -307,6 +307,8 @@ def compare_rows(
         notes.append("another machine")
     if base_env.get("torch") != new_env.get("torch"):
         notes.append(f"torch {base_env.get('torch')} -> {new_env.get('torch')}")
+    if None not in (base_env.get("threads"), new_env.get("threads")) and base_env["threads"] != new_env["threads"]:
+        notes.append(f"threads {base_env.get('threads')} -> {new_env.get('threads')}")
     if base.status != "ok" or new.status != "ok":
         if new.status in FAILURES and base.status not in FAILURES:
             call = "new failure"
@@ -385,6 +387,9 @@ def compare(
                      f"{new.environment.get('host')}): read changes as between machines, not only between code")  # fmt: skip
     if base.environment.get("torch") != new.environment.get("torch"):
         notes.append(f"torch {base.environment.get('torch')} -> {new.environment.get('torch')}")
+    threads = base.environment.get("threads"), new.environment.get("threads")
+    if None not in threads and threads[0] != threads[1]:
+        notes.append(f"torch intra-op threads {threads[0]} -> {threads[1]}: step times at another thread count are not like for like")
     malloc = base.environment.get("malloc"), new.environment.get("malloc")
     if None not in malloc and malloc[0] != malloc[1]:  # how each case's process was set up (steady.py)
         notes.append(f"the processes' memory settings differ: {malloc[0]} -> {malloc[1]}")

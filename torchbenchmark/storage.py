@@ -269,7 +269,7 @@ def pooled_rows(records: Sequence[RunRecord]) -> list[CaseResult]:
     Runs of a base and of a change that took turns on one machine (base, change, base, change, ...)
     leave two folders of several runs each; pooled, each side holds every process it ran, so a load
     that drifted during the session weighs on both sides alike. An earlier row joins when it is ok and
-    measured alike: the same batch size, machine fingerprint and torch. Its timing is pooled as
+    measured alike: the same batch size, machine fingerprint, torch and intra-op threads. Its timing is pooled as
     ``--repeat`` pools a run's processes (``pool_processes``); the profile and verdict stay the latest run's.
     """
     environments = {record.run_id: record.environment for record in records}
@@ -281,7 +281,8 @@ def pooled_rows(records: Sequence[RunRecord]) -> list[CaseResult]:
     def alike(row: CaseResult, latest: CaseResult) -> bool:
         a, b = environments[row.run_id or ""], environments[latest.run_id or ""]
         return (row.status == "ok" and row.batch_size == latest.batch_size and bool(row.samples.process_medians_ms)
-                and machine_fingerprint(a) == machine_fingerprint(b) and a.get("torch") == b.get("torch"))  # fmt: skip
+                and machine_fingerprint(a) == machine_fingerprint(b)
+                and (a.get("torch"), a.get("threads")) == (b.get("torch"), b.get("threads")))  # fmt: skip
 
     def pooled(latest: CaseResult) -> CaseResult:
         alike_rows = [row for row in runs_of[latest.key] if alike(row, latest)]
