@@ -4,6 +4,7 @@
     python benchmarks/regression_gate.py --out /tmp/gate --analyse  # the analysis of sweeps already run
     python benchmarks/regression_gate.py --out /tmp/gate2 --models a,b --also /tmp/gate  # more cases, pooled
     python benchmarks/regression_gate.py --out /tmp/turns --turns 3 --repeat 1  # A and B taking turns
+    python benchmarks/regression_gate.py --out /tmp/one --turns 5 --repeat 1 --threads 1  # one thread a case
 
 Two sweeps of the same cases, A then B, each with ``--repeat N`` (default 3: N processes per case, in
 rounds over the cases); or, with ``--turns K``, K sweeps a side taking turns (A, B, A, B, ...), each
@@ -48,9 +49,11 @@ FACTORS = (1.0, 1.03, 1.05, 1.07, 1.10, 1.15, 1.20)  # slowdowns injected into s
 RELIABLE_PCT = 90  # a slowdown is detected reliably when at least this share of comparisons call it
 
 
-def sweep(out: Path, models: str, repeat: int) -> None:
+def sweep(out: Path, models: str, repeat: int, threads: int | None) -> None:
     command = [sys.executable, str(ROOT / "diagnostics.py"), "--models", models, "--device", "cpu",
                "--no-detailed", "--repeat", str(repeat), "--no-progress", "--out", str(out)]  # fmt: skip
+    if threads:
+        command += ["--threads", str(threads)]
     subprocess.run(command, check=False)
 
 
@@ -70,11 +73,12 @@ def main() -> None:
                         help="pool the sweeps of another --out folder (same --repeat) into the analysis")
     parser.add_argument("--turns", type=int, default=1,
                         help="sweeps a side, A and B taking turns (A, B, A, B, ...), compared with --pool (default: 1)")
+    parser.add_argument("--threads", type=int, help="torch intra-op threads per case (default: torch's)")
     args = parser.parse_args()
     if not args.analyse:
         for _ in range(args.turns):
-            sweep(args.out / "a", args.models, args.repeat)
-            sweep(args.out / "b", args.models, args.repeat)
+            sweep(args.out / "a", args.models, args.repeat, args.threads)
+            sweep(args.out / "b", args.models, args.repeat, args.threads)
     processes = args.repeat * args.turns  # a side's processes per case, oldest first
     runs = [gate_pairs(folder, processes, pool=args.turns > 1) for folder in (args.out, *args.also)]  # each folder's own A/A pairs
     settings = {setting_label(n, args.repeat): [slice(i, i + n) for i in range(0, processes - n + 1, n)]
