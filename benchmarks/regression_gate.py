@@ -101,7 +101,8 @@ def main() -> None:
     table = tabulate(rows, headers=["setting", "comparison", "n", "gate (5% + 95% interval)", "gate says it catches",
                                     "bare 7% threshold"])  # fmt: skip
     models = ",".join(sorted({pair[0].model for pairs in runs for pair in pairs}))
-    notes = (f"{sum(map(len, runs))} cases ok on both sides ({models}, train and eval, --no-detailed). "
+    threads = f"--threads {args.threads}" if args.threads else "torch's default threads"
+    notes = (f"{sum(map(len, runs))} cases ok on both sides ({models}, train and eval, --no-detailed, {threads}). "
              "A slowdown is injected by scaling side B's measured per-process and per-window medians. "
              f"Smallest injected slowdown detected in at least {RELIABLE_PCT}% of comparisons: " + "; ".join(reliable) + ". "
              "'gate says it catches': the median case's slowdown that compare reckons it calls 9 times in 10 "
