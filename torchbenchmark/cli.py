@@ -323,7 +323,7 @@ calls slower 9 times in 10, from its spread and its processes a side.
 On a shared machine, let the base and the change take turns (base, change, base, change, ..., each
 side's runs into its own folder, each with --threads 1) and compare with --pool: the machine's drift
 during the session then weighs on both sides alike. At one thread a case, processes on a shared
-2-core machine agreed within 1.4 to 3.8%; at two, some cases' fell into two modes 1.2x apart.
+2-core machine agreed within 0.9 to 3.8%; at two, some cases' fell into two modes 1.2x apart.
 
 exit status: 0 nothing slower or newly failing; 1 a case regressed; 2 usage error (unreadable input,
 nothing in common).

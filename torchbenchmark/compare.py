@@ -273,6 +273,12 @@ class Comparison:
         }
 
 
+def _changed(base_env: dict[str, Any], new_env: dict[str, Any], key: str) -> tuple[Any, Any] | None:
+    """The two sides' ``key`` when both recorded it and they differ; None otherwise (older records lack some)."""
+    pair = base_env.get(key), new_env.get(key)
+    return pair if None not in pair and pair[0] != pair[1] else None
+
+
 def _verdict(row: CaseResult) -> str | None:
     return row.dispatch.verdict if row.dispatch else None
 
@@ -307,8 +313,8 @@ def compare_rows(
         notes.append("another machine")
     if base_env.get("torch") != new_env.get("torch"):
         notes.append(f"torch {base_env.get('torch')} -> {new_env.get('torch')}")
-    if None not in (base_env.get("threads"), new_env.get("threads")) and base_env["threads"] != new_env["threads"]:
-        notes.append(f"threads {base_env.get('threads')} -> {new_env.get('threads')}")
+    if threads := _changed(base_env, new_env, "threads"):
+        notes.append(f"threads {threads[0]} -> {threads[1]}")
     if base.status != "ok" or new.status != "ok":
         if new.status in FAILURES and base.status not in FAILURES:
             call = "new failure"
@@ -387,11 +393,9 @@ def compare(
                      f"{new.environment.get('host')}): read changes as between machines, not only between code")  # fmt: skip
     if base.environment.get("torch") != new.environment.get("torch"):
         notes.append(f"torch {base.environment.get('torch')} -> {new.environment.get('torch')}")
-    threads = base.environment.get("threads"), new.environment.get("threads")
-    if None not in threads and threads[0] != threads[1]:
+    if threads := _changed(base.environment, new.environment, "threads"):
         notes.append(f"torch intra-op threads {threads[0]} -> {threads[1]}: step times at another thread count are not like for like")
-    malloc = base.environment.get("malloc"), new.environment.get("malloc")
-    if None not in malloc and malloc[0] != malloc[1]:  # how each case's process was set up (steady.py)
+    if malloc := _changed(base.environment, new.environment, "malloc"):  # how each case's process was set up (steady.py)
         notes.append(f"the processes' memory settings differ: {malloc[0]} -> {malloc[1]}")
     order = {call: i for i, call in enumerate(CALLS)}
     cases.sort(key=lambda case: order[case.call])  # regressions first

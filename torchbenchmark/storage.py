@@ -269,8 +269,9 @@ def pooled_rows(records: Sequence[RunRecord]) -> list[CaseResult]:
     Runs of a base and of a change that took turns on one machine (base, change, base, change, ...)
     leave two folders of several runs each; pooled, each side holds every process it ran, so a load
     that drifted during the session weighs on both sides alike. An earlier row joins when it is ok and
-    measured alike: the same batch size, machine fingerprint, torch and intra-op threads. Its timing is pooled as
-    ``--repeat`` pools a run's processes (``pool_processes``); the profile and verdict stay the latest run's.
+    measured alike: the same batch size, machine fingerprint, torch and intra-op threads. Its timing is
+    pooled as ``--repeat`` pools a run's processes (``pool_processes``); the profile and verdict stay the
+    latest run's.
     """
     environments = {record.run_id: record.environment for record in records}
     runs_of: dict[tuple[str, ...], list[CaseResult]] = defaultdict(list)  # each case's rows, oldest run first
