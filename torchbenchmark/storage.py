@@ -282,8 +282,7 @@ def pooled_rows(records: Sequence[RunRecord]) -> list[CaseResult]:
     def alike(row: CaseResult, latest: CaseResult) -> bool:
         a, b = environments[row.run_id or ""], environments[latest.run_id or ""]
         return (row.status == "ok" and row.batch_size == latest.batch_size and bool(row.samples.process_medians_ms)
-                and machine_fingerprint(a) == machine_fingerprint(b)
-                and (a.get("torch"), a.get("threads")) == (b.get("torch"), b.get("threads")))  # fmt: skip
+                and not differs(a, b) and a.get("threads") == b.get("threads"))  # fmt: skip
 
     def pooled(latest: CaseResult) -> CaseResult:
         alike_rows = [row for row in runs_of[latest.key] if alike(row, latest)]
