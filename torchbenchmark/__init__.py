@@ -5,46 +5,47 @@
     >>> model = torchbenchmark.load_model("resnet50", device="cpu", batch_size=4)
     >>> model.train(niter=3)
 
-Importing this package imports torch and nothing heavier: torchvision and transformers load when a
-model that needs them is built, and the diagnostics engine when it is first used.
+Importing this package changes nothing in the process and imports nothing heavy: every name below is
+loaded when first used, so ``load_summary`` and ``compare`` run where torch is not installed.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-from torchbenchmark.native_logs import quiet_native_logs
+from torchbenchmark.results.schema import MODES, PHASES
 
-quiet_native_logs()  # before torch is imported: see torchbenchmark/native_logs.py
-
-from torchbenchmark.contract import MODES, PHASES, BatchSizes, BenchmarkModel, ModelMeta  # noqa: E402
-from torchbenchmark.registry import (  # noqa: E402
-    ModelUnavailableError,
-    UnknownModelError,
-    list_models,
-    load_model,
-    meta_of,
-    model_class,
-)
-
-__version__ = "0.1.0"
-
-# The diagnostics engine pulls in the profiler, tabulate and tqdm; load it on first use.
+# name -> the module that defines it; each is imported when the name is first used.
 _LAZY = {
-    "collect_diagnostics": "torchbenchmark.diagnose",
-    "CaseResult": "torchbenchmark.results",
-    "CaseSpec": "torchbenchmark.spec",
-    "Budget": "torchbenchmark.spec",
-    "run_sweep": "torchbenchmark.sweep",
-    "load_summary": "torchbenchmark.storage",
-    "compare": "torchbenchmark.compare",
+    "BatchSizes": "torchbenchmark.contract",
+    "BenchmarkModel": "torchbenchmark.contract",
+    "ModelMeta": "torchbenchmark.contract",
+    "ModelUnavailableError": "torchbenchmark.registry",
+    "UnknownModelError": "torchbenchmark.registry",
+    "list_models": "torchbenchmark.registry",
+    "load_model": "torchbenchmark.registry",
+    "meta_of": "torchbenchmark.registry",
+    "model_class": "torchbenchmark.registry",
+    "collect_diagnostics": "torchbenchmark.api",
+    "load_summary": "torchbenchmark.api",
+    "compare": "torchbenchmark.api",
+    "run_sweep": "torchbenchmark.run.sweep",
+    "SweepOptions": "torchbenchmark.run.sweep",
+    "CaseResult": "torchbenchmark.results.schema",
+    "CaseSpec": "torchbenchmark.results.spec",
+    "Budget": "torchbenchmark.results.spec",
+    "Compile": "torchbenchmark.results.spec",
+    "StorageError": "torchbenchmark.results.files",
 }
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
+    if name == "__version__":
+        from torchbenchmark.results.version import package_version
 
+        return package_version()
+    if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'torchbenchmark' has no attribute {name!r}")
 
@@ -54,17 +55,4 @@ def __dir__() -> list[str]:
     return sorted(__all__)
 
 
-__all__ = [
-    "MODES",
-    "PHASES",
-    "BatchSizes",
-    "BenchmarkModel",
-    "ModelMeta",
-    "ModelUnavailableError",
-    "UnknownModelError",
-    "list_models",
-    "load_model",
-    "meta_of",
-    "model_class",
-    *_LAZY,
-]
+__all__ = ["MODES", "PHASES", "__version__", *_LAZY]

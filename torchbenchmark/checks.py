@@ -1,18 +1,25 @@
 """Contract checks: each runs a built model and raises ContractViolation when it breaks the contract.
 
-``test.py`` runs them over every registered model; ``tests/test_checks.py`` proves each one fails on a
-deliberately broken model. Each class of bug an earlier suite shipped has a check here: a forward pass
-outside the step loop, gradients never zeroed, eval repeating train's work, missing annotations.
+``test.py`` runs them over every registered model; ``diagnostics.py check`` runs them rule by rule on any
+model (``check_spec``); ``tests/test_checks.py`` proves each one fails on a deliberately broken model. Each
+kind of bug earlier suites shipped has a check: work done once outside the step loop, gradients never
+zeroed, eval repeating train's work, missing annotations. A plug-in need not subclass ``BenchmarkModel``:
+a rule that reads what only the base class exposes (its ``module``, its ``inputs``, ``last_loss``) is
+reported not applicable to one that does not, rather than broken.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Sequence
+from traceback import format_exc
 from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from torchbenchmark.contract import MODES, PHASES, BenchmarkModel, iter_tensors
+from torchbenchmark.contract import MODES, PHASES, BenchmarkModel, contract_problems, iter_tensors
+from torchbenchmark.registry import meta_of, model_class
 
 
 class ContractViolation(AssertionError):
@@ -65,7 +72,7 @@ def ops_per_step(model: BenchmarkModel, mode: str, niter: int = 3) -> tuple[list
 def check_every_step_does_the_work(model: BenchmarkModel, mode: str, niter: int = 3) -> None:
     """Each of the ``niter`` steps dispatches about as many ops as the others.
 
-    Catches work done once outside the step loop (the DLRM bug): later steps then do little or nothing.
+    Catches work done once outside the step loop: later steps then do little or nothing.
     The first step may do more (optimizer state is created lazily), so steps are compared with the last.
     """
     counts, _ = ops_per_step(model, mode, niter)
@@ -77,7 +84,7 @@ def check_every_step_does_the_work(model: BenchmarkModel, mode: str, niter: int 
 
 
 def check_eval_runs_no_backward(model: BenchmarkModel, niter: int = 2) -> None:
-    """Eval computes no gradients: it must not repeat train's work (the MAML bug)."""
+    """Eval computes no gradients: it must not repeat train's work."""
     _, backward_ops = ops_per_step(model, "eval", niter)
     if backward_ops:
         raise ContractViolation(f"eval ran backward ops: {sorted(backward_ops)[:5]}")
@@ -119,7 +126,13 @@ def check_train_updates_and_is_finite(model: BenchmarkModel, niter: int = 2) -> 
 
 
 def check_eval_is_pure_and_finite(model: BenchmarkModel, niter: int = 2) -> None:
-    """Eval changes no parameter or buffer and produces finite outputs."""
+    """Eval changes no parameter or buffer and produces finite outputs.
+
+    The rule is about the network, not about every tensor the model holds: a decode step writes its cache
+    (keys and values, or a recurrent state) and feeds its own output back as the next input, and that
+    state is neither a parameter nor a buffer, so the rule leaves it out; that each step does the same work
+    on it is :func:`check_every_step_does_the_work`'s rule.
+    """
     before = _state(model, with_buffers=True)
     model.last_output = None
     run(model, "eval", niter)
@@ -136,7 +149,7 @@ def check_eval_is_pure_and_finite(model: BenchmarkModel, niter: int = 2) -> None
 
 
 def check_gradients_zeroed(model: BenchmarkModel, niter: int = 3) -> None:
-    """Gradients do not accumulate across steps (the bug the HuggingFace models had).
+    """Gradients do not accumulate across steps.
 
     The first time a parameter receives a gradient in a step, its ``.grad`` must be None or zero;
     later contributions within the same step (a GAN's two discriminator losses) may accumulate.
@@ -209,3 +222,114 @@ def check_model(model: BenchmarkModel, mode: str) -> None:
     check_every_step_does_the_work(model, mode)
     if model.meta.annotated:
         check_annotations(model, mode)
+
+
+HOLDS, BROKEN, NOT_APPLICABLE, SKIPPED = "ok", "BROKEN", "not applicable", "skipped"
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """One rule of the contract, the modes it is checked in, and what of the model it reads."""
+
+    name: str
+    modes: tuple[str, ...]
+    check: Callable[[Any, str], None]
+    needs: tuple[str, ...] = ()  # attributes only BenchmarkModel guarantees
+    annotated_only: bool = False
+
+
+RULES = (
+    Rule("step_fn called once per step", MODES, check_step_fn_calls),
+    Rule("parameters and inputs on the device", MODES, check_on_device, needs=("module", "inputs")),
+    Rule(
+        "train changes the parameters, loss finite",
+        ("train",),
+        lambda model, _: check_train_updates_and_is_finite(model),
+        needs=("module", "last_loss"),
+    ),
+    Rule("gradients zeroed every step", ("train",), lambda model, _: check_gradients_zeroed(model), needs=("module",)),
+    Rule(
+        "eval changes no parameter or buffer, outputs finite",
+        ("eval",),
+        lambda model, _: check_eval_is_pure_and_finite(model),
+        needs=("module", "last_output"),
+    ),
+    Rule("eval runs no backward", ("eval",), lambda model, _: check_eval_runs_no_backward(model)),
+    Rule("every step does the same work", MODES, check_every_step_does_the_work),
+    Rule("forward/backward/optimizer annotated once per step", MODES, check_annotations, annotated_only=True),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    model: str
+    mode: str
+    rule: str
+    result: str  # HOLDS, BROKEN, NOT_APPLICABLE or SKIPPED
+    detail: str = ""
+    traceback: str = ""  # where the model raised, when it did: for a log, not for the table
+
+
+def _missing(model: Any, needs: Sequence[str]) -> list[str]:
+    missing = []
+    for name in needs:
+        value = getattr(model, name, None)
+        if name == "module" and not isinstance(value, torch.nn.Module):
+            missing.append("model.module (an nn.Module)")
+        elif name == "inputs" and not callable(value):
+            missing.append("model.inputs(mode)")
+        elif name not in ("module", "inputs") and not hasattr(model, name):
+            missing.append(f"model.{name}")
+    return missing
+
+
+def check_spec(spec: str, modes: Sequence[str], device: str = "cpu") -> list[Outcome]:
+    """Every rule of the contract for one registered name or plug-in spec, in each mode."""
+    try:
+        cls = model_class(spec)
+        meta = meta_of(cls)
+    except Exception as error:  # a registered model whose own imports fail: no rule can be checked
+        return [Outcome(spec, "", "every rule", BROKEN, f"not checked: cannot be imported: {_one_line(error)}", format_exc())]
+    name = meta.name
+    problems = contract_problems(cls)
+    if problems:
+        return [Outcome(name, "", "built as Model(device=..., batch_size=None)", BROKEN, "; ".join(problems))]
+    outcomes = []
+    for mode in modes:
+        try:
+            model = cls(device=device, **{"batch_size": None, **meta.smoke})  # the smoke test's configuration
+        except Exception as error:
+            outcomes.append(Outcome(name, mode, "built as Model(device=..., batch_size=None)", BROKEN, _one_line(error), format_exc()))
+            continue
+        outcomes.extend(_check_mode(model, name, mode, meta.annotated))
+    return outcomes
+
+
+def _check_mode(model: Any, name: str, mode: str, annotated: bool) -> list[Outcome]:
+    outcomes = []
+    for rule in RULES:
+        if mode not in rule.modes:
+            continue
+        missing = _missing(model, rule.needs)
+        if rule.annotated_only and not annotated:
+            outcomes.append(Outcome(name, mode, rule.name, NOT_APPLICABLE, "the model declares itself unannotated"))
+        elif missing:
+            detail = f"needs {', '.join(missing)}, which BenchmarkModel exposes"
+            outcomes.append(Outcome(name, mode, rule.name, NOT_APPLICABLE, detail))
+        else:
+            try:
+                rule.check(model, mode)
+            except NotImplementedError as error:  # the contract's way to decline a mode
+                return [Outcome(name, mode, "every rule", SKIPPED, f"{mode} not supported: {error}")]
+            except ContractViolation as error:
+                outcomes.append(Outcome(name, mode, rule.name, BROKEN, str(error)))
+            except Exception as error:
+                outcomes.append(Outcome(name, mode, rule.name, BROKEN, f"raised {_one_line(error)}", format_exc()))
+            else:
+                outcomes.append(Outcome(name, mode, rule.name, HOLDS))
+    return outcomes
+
+
+def _one_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0]}" if text else type(error).__name__

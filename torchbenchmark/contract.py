@@ -16,31 +16,50 @@ from typing import Any, ClassVar
 import torch
 from torch.profiler import record_function
 
-MODES = ("train", "eval")
-PHASES = ("forward", "backward", "optimizer")  # the record_function labels, pinned
+from torchbenchmark.results.schema import MODES, PHASES
 
 StepFn = Callable[[], None]
 
 
 @dataclasses.dataclass(frozen=True)
 class BatchSizes:
-    """Default batch size for each device type and mode."""
+    """Default batch size for each device type and mode; a CUDA size not given is the CPU's."""
 
     cpu_train: int
     cpu_eval: int
-    cuda_train: int
-    cuda_eval: int
+    cuda_train: int | None = None
+    cuda_eval: int | None = None
 
     def get(self, device: str | torch.device, mode: str) -> int:
         device_type = torch.device(device).type
         if device_type not in ("cpu", "cuda") or mode not in MODES:
             raise ValueError(f"no default batch size for device {device_type!r} and mode {mode!r}")
-        return getattr(self, f"{device_type}_{mode}")
+        size = getattr(self, f"{device_type}_{mode}")
+        return int(size if size is not None else getattr(self, f"cpu_{mode}"))
+
+    def sizes(self) -> tuple[int, int, int, int]:
+        """cpu train, cpu eval, cuda train, cuda eval: every default filled in."""
+        return (self.cpu_train, self.cpu_eval, self.get("cuda", "train"), self.get("cuda", "eval"))
 
     @classmethod
-    def same(cls, cpu: int, cuda: int) -> BatchSizes:
-        """The same batch size for train and eval on each device."""
+    def same(cls, cpu: int, cuda: int | None = None) -> BatchSizes:
+        """The same batch size for train and eval on each device (on CUDA the CPU's, unless ``cuda`` is given)."""
         return cls(cpu_train=cpu, cpu_eval=cpu, cuda_train=cuda, cuda_eval=cuda)
+
+
+@dataclasses.dataclass(frozen=True)
+class Published:
+    """A model's figures as its source publishes them, and how the suite's workload differs from that one.
+
+    ``tests/test_references.py`` holds each model to them, and ``docs/models.md`` sets them side by side.
+    FLOPs count a multiply-add as 2, as the suite's counter does.
+    """
+
+    source: str  # whose figures: a checkpoint's name, or torchvision's weights metadata
+    params: int | None = None  # None: read from the source when asked (torchvision's weights enums)
+    params_difference: int = 0  # the suite's parameter count minus the published one, explained in ``differs``
+    input_size: int | None = None  # the image side the published FLOPs are counted at, where it is not the suite's
+    differs: str = ""  # why the suite's figures differ from the published ones, and which part agrees
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,6 +77,11 @@ class ModelMeta:
     note: str = ""
     # Importable packages the model needs beyond torch; `--list` shows it unavailable without them.
     requires: tuple[str, ...] = ()
+    # The published figures it is checked against, for a model with a published counterpart.
+    published: Published | None = None
+    # True: `--scaling` times the model at 2, 4 and 8 times its batch instead of 1/2, 1/4 and 1/8 of it
+    # (a decode step runs at batch 1, which has no smaller batch).
+    scale_batch_up: bool = False
 
     def __post_init__(self) -> None:
         if not self.annotated and not self.note:
@@ -110,6 +134,42 @@ def iter_tensors(value: Any) -> Iterator[torch.Tensor]:
             yield from iter_tensors(item)
 
 
+def modules_of(model: Any) -> list[torch.nn.Module]:
+    """The networks a model holds: its ``module`` when it exposes one, else every ``nn.Module`` among its
+    attributes, in lists, tuples and dicts too (a plain class that honours the contract need not subclass
+    :class:`BenchmarkModel`); empty when it holds none."""
+    module = getattr(model, "module", None)
+    if isinstance(module, torch.nn.Module):
+        return [module]
+    found: dict[int, torch.nn.Module] = {}
+    pending = list(getattr(model, "__dict__", {}).values())
+    while pending:
+        value = pending.pop(0)
+        if isinstance(value, torch.nn.Module):
+            found.setdefault(id(value), value)
+        elif isinstance(value, Mapping):
+            pending.extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            pending.extend(value)
+    return list(found.values())
+
+
+def held_tensors(model: Any, mode: str) -> Iterator[torch.Tensor]:
+    """Every tensor a model holds between steps: its networks' parameters, gradients and buffers, its
+    optimizers' state, its inputs and outputs, and any tensor it keeps as an attribute."""
+    for module in modules_of(model):
+        yield from module.parameters()
+        yield from (p.grad for p in module.parameters() if p.grad is not None)
+        yield from module.buffers()
+    attributes = list(getattr(model, "__dict__", {}).values())
+    for value in [*getattr(model, "optimizers", ()), *attributes]:
+        if isinstance(value, torch.optim.Optimizer):
+            yield from iter_tensors(list(value.state.values()))
+    if callable(getattr(model, "inputs", None)):
+        yield from iter_tensors(model.inputs(mode))
+    yield from iter_tensors([value for value in attributes if not isinstance(value, torch.nn.Module)])
+
+
 class BenchmarkModel:
     """Base class for the suite's models.
 
@@ -124,6 +184,8 @@ class BenchmarkModel:
 
     meta: ClassVar[ModelMeta]
     seed: ClassVar[int] = 0
+    # Set by a float16 variant on CUDA (measure.precision): the train step scales its loss and steps through it.
+    grad_scaler: torch.amp.GradScaler | None = None
 
     def __init__(self, device: str | torch.device = "cpu", batch_size: int | None = None) -> None:
         if batch_size is not None and batch_size < 1:
@@ -173,6 +235,10 @@ class BenchmarkModel:
             self._inputs[mode] = _to_device(cpu_inputs, self.device)
         return self._inputs[mode]
 
+    def convert_inputs(self, mode: str, convert: Callable[[Any], Any]) -> None:
+        """Replace ``mode``'s inputs by ``convert(inputs)``, once: how a variant casts them or changes their layout."""
+        self._inputs[mode] = convert(self.inputs(mode))
+
     def train(self, niter: int = 1, step_fn: StepFn | None = None) -> None:
         """Run ``niter`` train steps, calling ``step_fn()`` after each."""
         inputs = self.inputs("train")
@@ -196,11 +262,17 @@ class BenchmarkModel:
         """The one annotated train step every model of the usual shape shares."""
         with record_function("forward"):
             loss = self.loss(inputs)
+        scaler = self.grad_scaler
         with record_function("backward"):
-            loss.backward()
+            (loss if scaler is None else scaler.scale(loss)).backward()
         with record_function("optimizer"):
             for optimizer in self.optimizers:
-                optimizer.step()
+                if scaler is None:
+                    optimizer.step()
+                else:
+                    scaler.step(optimizer)  # skips the step when the scaled gradients overflowed
+            if scaler is not None:
+                scaler.update()
             # Zeroed here rather than at the top of the next step: the step's time stays inside
             # the three phases and no stale gradients are held between calls.
             for optimizer in self.optimizers:
@@ -223,3 +295,18 @@ def _to_device(value: Any, device: torch.device) -> Any:
     if isinstance(value, (list, tuple)):
         return type(value)(_to_device(item, device) for item in value)
     return value
+
+
+__all__ = [
+    "MODES",
+    "PHASES",
+    "BatchSizes",
+    "BenchmarkModel",
+    "ModelMeta",
+    "Published",
+    "StepFn",
+    "contract_problems",
+    "held_tensors",
+    "iter_tensors",
+    "modules_of",
+]

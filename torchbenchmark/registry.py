@@ -32,8 +32,14 @@ _MODELS: dict[str, str] = {
     "hf_GPT2": "nlp:hf_GPT2",
     "hf_T5": "nlp:hf_T5",
     "hf_Whisper": "speech:hf_Whisper",
+    "llama": "llm:llama",
+    "llama_decode": "llm:llama_decode",
     "lstm_lm": "sequence:LSTMLanguageModel",
+    "mamba": "llm:mamba",
+    "mamba_decode": "llm:mamba_decode",
     "maml": "meta_learning:MAML",
+    "mixtral": "llm:mixtral",
+    "mixtral_decode": "llm:mixtral_decode",
     "mnasnet1_0": "vision_classification:mnasnet1_0",
     "mobilenet_v2": "vision_classification:mobilenet_v2",
     "mobilenet_v3_large": "vision_classification:mobilenet_v3_large",
@@ -108,13 +114,18 @@ def load_model(name: str, device: str = "cpu", batch_size: int | None = None, **
 
 
 def meta_of(cls: type) -> ModelMeta:
-    """A model class's metadata; a plug-in that declares none gets neutral defaults."""
+    """A model class's metadata; a plug-in that declares none gets neutral defaults.
+
+    A class that honours the contract without :class:`ModelMeta` may still declare ``name`` and
+    ``family`` as class attributes: a string ``name`` names its rows and folder, else its class name does.
+    """
     meta = getattr(cls, "meta", None)
     if isinstance(meta, ModelMeta):
         return meta
+    name, family = getattr(cls, "name", None), getattr(cls, "family", None)
     return ModelMeta(
-        name=cls.__name__,
-        family="plugin",
+        name=name if isinstance(name, str) and name else cls.__name__,
+        family=family if isinstance(family, str) and family else "plugin",
         batch_sizes=BatchSizes.same(cpu=1, cuda=1),
         annotated=bool(getattr(cls, "annotated", False)),
         note="plug-in without declared metadata",

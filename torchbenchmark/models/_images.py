@@ -7,7 +7,11 @@ from typing import Any
 
 import torch
 
-from torchbenchmark.contract import BatchSizes, BenchmarkModel, ModelMeta
+from torchbenchmark.contract import BatchSizes, BenchmarkModel, ModelMeta, Published
+
+# torchvision publishes each architecture's parameters and FLOPs in its weights enums' metadata
+# (``num_params``, and ``_ops`` in GFLOPs counting a multiply-add once), readable without a download.
+TORCHVISION_WEIGHTS = "torchvision weights metadata (get_model_weights(arch).DEFAULT.meta)"
 
 
 class ImageModel(BenchmarkModel):
@@ -33,12 +37,14 @@ def torchvision_entry(
     batch_sizes: tuple[int, int, int],
     smoke: dict[str, Any],
     note: str,
+    published: Published | None = None,
     **attributes: Any,
 ) -> type:
     """A registry entry for the torchvision model ``arch`` on ``template``: metadata only, no behaviour.
 
     ``batch_sizes`` is (cpu_train, cpu_eval, cuda): CUDA trains and evaluates at one size. The entry
     reports the template's module as its own, where its factory (``classifier``, ...) defines it.
+    ``published`` says how it differs from torchvision's published figures; by default it does not.
     """
     cpu_train, cpu_eval, cuda = batch_sizes
     meta = ModelMeta(
@@ -47,5 +53,6 @@ def torchvision_entry(
         batch_sizes=BatchSizes(cpu_train=cpu_train, cpu_eval=cpu_eval, cuda_train=cuda, cuda_eval=cuda),
         smoke=smoke,
         note=note,
+        published=published or Published(TORCHVISION_WEIGHTS),
     )
     return type(arch, (template,), {"arch": arch, "meta": meta, "__module__": template.__module__, **attributes})

@@ -15,10 +15,15 @@ def generator(width: int) -> nn.Sequential:
         return [nn.ConvTranspose2d(cin, cout, 4, 2, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(True)]
 
     return nn.Sequential(
-        nn.ConvTranspose2d(LATENT, width * 8, 4, 1, 0, bias=False), nn.BatchNorm2d(width * 8), nn.ReLU(True),
-        *up(width * 8, width * 4), *up(width * 4, width * 2), *up(width * 2, width),
-        nn.ConvTranspose2d(width, 3, 4, 2, 1, bias=False), nn.Tanh(),
-    )  # fmt: skip
+        nn.ConvTranspose2d(LATENT, width * 8, 4, 1, 0, bias=False),
+        nn.BatchNorm2d(width * 8),
+        nn.ReLU(True),
+        *up(width * 8, width * 4),
+        *up(width * 4, width * 2),
+        *up(width * 2, width),
+        nn.ConvTranspose2d(width, 3, 4, 2, 1, bias=False),
+        nn.Tanh(),
+    )
 
 
 def discriminator(width: int) -> nn.Sequential:
@@ -26,10 +31,14 @@ def discriminator(width: int) -> nn.Sequential:
         return [nn.Conv2d(cin, cout, 4, 2, 1, bias=False), nn.BatchNorm2d(cout), nn.LeakyReLU(0.2, True)]
 
     return nn.Sequential(
-        nn.Conv2d(3, width, 4, 2, 1, bias=False), nn.LeakyReLU(0.2, True),
-        *down(width, width * 2), *down(width * 2, width * 4), *down(width * 4, width * 8),
-        nn.Conv2d(width * 8, 1, 4, 1, 0, bias=False), nn.Flatten(0),
-    )  # fmt: skip
+        nn.Conv2d(3, width, 4, 2, 1, bias=False),
+        nn.LeakyReLU(0.2, True),
+        *down(width, width * 2),
+        *down(width * 2, width * 4),
+        *down(width * 4, width * 8),
+        nn.Conv2d(width * 8, 1, 4, 1, 0, bias=False),
+        nn.Flatten(0),
+    )
 
 
 class DCGAN(BenchmarkModel):

@@ -20,9 +20,13 @@ def conv_block(cin: int, cout: int) -> list[nn.Module]:
 def omniglot_net(n_way: int, width: int) -> nn.Sequential:
     """Finn et al.'s 4-conv Omniglot classifier: 28x28 -> 14 -> 7 -> 3 -> 1 spatially."""
     return nn.Sequential(
-        *conv_block(1, width), *conv_block(width, width), *conv_block(width, width), *conv_block(width, width),
-        nn.Flatten(), nn.Linear(width, n_way),
-    )  # fmt: skip
+        *conv_block(1, width),
+        *conv_block(width, width),
+        *conv_block(width, width),
+        *conv_block(width, width),
+        nn.Flatten(),
+        nn.Linear(width, n_way),
+    )
 
 
 class MAML(BenchmarkModel):

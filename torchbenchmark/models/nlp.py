@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from torchbenchmark.contract import BatchSizes, BenchmarkModel, ModelMeta
+from torchbenchmark.contract import BatchSizes, BenchmarkModel, ModelMeta, Published
 
 
 class HuggingFaceModel(BenchmarkModel):
@@ -94,6 +94,7 @@ def hf_model(
     family: str = "nlp",
     note: str = "",
     base: type[HuggingFaceModel] = HuggingFaceModel,
+    published: Published | None = None,
 ) -> type[HuggingFaceModel]:
     """A registry entry for a transformers model: metadata only, no behaviour.
 
@@ -106,6 +107,7 @@ def hf_model(
         batch_sizes=batch_sizes,
         smoke={"batch_size": 2, "seq_len": 16, "config": dict(smoke_config)},
         note=note,
+        published=published,
     )
     attributes = {
         "meta": meta,
@@ -129,84 +131,141 @@ _HOW_MEASURED = (
 _TINY_BERT_LIKE = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 2, "intermediate_size": 128}
 
 hf_Bert = hf_model(
-    "hf_Bert", "BertConfig", "BertForMaskedLM", "masked-lm",
+    "hf_Bert",
+    "BertConfig",
+    "BertForMaskedLM",
+    "masked-lm",
     batch_sizes=BatchSizes(cpu_train=2, cpu_eval=4, cuda_train=32, cuda_eval=64),
     smoke_config=_TINY_BERT_LIKE,
     note=(
         "BertConfig() defaults (bert-base, 110M). CPU batch 2/4 (train/eval), in line with the other base-size "
-        "encoders: batch 4 train took about 3 s CPU, over the target."
-        + _HOW_MEASURED
+        "encoders: batch 4 train took about 3 s CPU, over the target." + _HOW_MEASURED
+    ),
+    published=Published(
+        "bert-base-uncased (BertModel)",
+        params=109_482_240,
+        params_difference=32_058,
+        differs=(
+            "Parameters: +32,058, BertForMaskedLM's head in place of BertModel's pooler: -590,592 pooler, +590,592 "
+            "prediction transform, +1,536 its LayerNorm, +30,522 output bias (the decoder is tied to the word embeddings)."
+        ),
     ),
 )
 
 hf_GPT2 = hf_model(
-    "hf_GPT2", "GPT2Config", "GPT2LMHeadModel", "causal-lm",
+    "hf_GPT2",
+    "GPT2Config",
+    "GPT2LMHeadModel",
+    "causal-lm",
     batch_sizes=BatchSizes(cpu_train=1, cpu_eval=2, cuda_train=16, cuda_eval=32),
     smoke_config={"n_layer": 2, "n_embd": 64, "n_head": 2},
     note=(
         "GPT2Config() defaults (gpt2, 124M). CPU batch 1/2 (train/eval): default train step 1.35 s CPU "
         "(about 0.65 s of it does not scale with batch: AdamW over 124M parameters, the 50k-vocab head), "
-        "eval 0.53 s, peak RSS 3.1 GiB; batch 2 train took 2.0 s CPU, over the target."
-        + _HOW_MEASURED
+        "eval 0.53 s, peak RSS 3.1 GiB; batch 2 train took 2.0 s CPU, over the target." + _HOW_MEASURED
     ),
+    published=Published("gpt2 (GPT2LMHeadModel, head tied to the embeddings)", params=124_439_808),
 )
 
 hf_T5 = hf_model(
-    "hf_T5", "T5Config", "T5ForConditionalGeneration", "seq2seq",
+    "hf_T5",
+    "T5Config",
+    "T5ForConditionalGeneration",
+    "seq2seq",
     batch_sizes=BatchSizes(cpu_train=2, cpu_eval=4, cuda_train=32, cuda_eval=64),
     smoke_config={
-        "num_layers": 2, "num_decoder_layers": 2, "d_model": 64, "d_ff": 128, "d_kv": 32, "num_heads": 2,
+        "num_layers": 2,
+        "num_decoder_layers": 2,
+        "d_model": 64,
+        "d_ff": 128,
+        "d_kv": 32,
+        "num_heads": 2,
     },
     note=(
         "T5Config() defaults (t5-small, 60M). CPU batch 2/4 (train/eval): default train step 1.22 s CPU, eval "
-        "0.54 s, peak RSS 2.1 GiB; batch 4 train took 2.2 s CPU."
-        + _HOW_MEASURED
+        "0.54 s, peak RSS 2.1 GiB; batch 4 train took 2.2 s CPU." + _HOW_MEASURED
     ),
+    published=Published("t5-small (T5ForConditionalGeneration, head tied to the embeddings)", params=60_506_624),
 )
 
 # BartConfig() is bart-large (406M): with AdamW state that is about 6.5 GB before activations, over the
 # 4 GiB CPU budget, so the default is bart-base's shape (140M), as the original torchbench entry used.
 hf_Bart = hf_model(
-    "hf_Bart", "BartConfig", "BartForConditionalGeneration", "seq2seq",
+    "hf_Bart",
+    "BartConfig",
+    "BartForConditionalGeneration",
+    "seq2seq",
     batch_sizes=BatchSizes(cpu_train=1, cpu_eval=2, cuda_train=16, cuda_eval=32),
     smoke_config={
-        "encoder_layers": 1, "decoder_layers": 1, "d_model": 64, "encoder_attention_heads": 2,
-        "decoder_attention_heads": 2, "encoder_ffn_dim": 128, "decoder_ffn_dim": 128,
+        "encoder_layers": 1,
+        "decoder_layers": 1,
+        "d_model": 64,
+        "encoder_attention_heads": 2,
+        "decoder_attention_heads": 2,
+        "encoder_ffn_dim": 128,
+        "decoder_ffn_dim": 128,
     },
     config={
-        "d_model": 768, "encoder_layers": 6, "decoder_layers": 6, "encoder_attention_heads": 12,
-        "decoder_attention_heads": 12, "encoder_ffn_dim": 3072, "decoder_ffn_dim": 3072,
+        "d_model": 768,
+        "encoder_layers": 6,
+        "decoder_layers": 6,
+        "encoder_attention_heads": 12,
+        "decoder_attention_heads": 12,
+        "encoder_ffn_dim": 3072,
+        "decoder_ffn_dim": 3072,
     },
     note=(
         "bart-base shape (BartConfig() is bart-large, over the CPU memory budget). CPU batch 1/2 "
         "(train/eval): default train step 1.52 s CPU, eval 0.65 s, peak RSS 3.3 GiB; batch 2 train took 2.4 s "
-        "CPU."
-        + _HOW_MEASURED
+        "CPU." + _HOW_MEASURED
     ),
+    published=Published("bart-base (BartModel; the LM head is tied to the embeddings)", params=139_420_416),
 )
 
 hf_DistilBert = hf_model(
-    "hf_DistilBert", "DistilBertConfig", "DistilBertForMaskedLM", "masked-lm",
+    "hf_DistilBert",
+    "DistilBertConfig",
+    "DistilBertForMaskedLM",
+    "masked-lm",
     batch_sizes=BatchSizes(cpu_train=2, cpu_eval=4, cuda_train=32, cuda_eval=64),
     smoke_config={"n_layers": 2, "dim": 64, "n_heads": 2, "hidden_dim": 128},
     note=(
         "DistilBertConfig() defaults (distilbert-base, 66M). CPU batch 2/4 (train/eval): default train step "
-        "1.06 s CPU, eval 0.51 s, peak RSS 2.1 GiB; batch 4 train took 2.0 s CPU."
-        + _HOW_MEASURED
+        "1.06 s CPU, eval 0.51 s, peak RSS 2.1 GiB; batch 4 train took 2.0 s CPU." + _HOW_MEASURED
+    ),
+    published=Published(
+        "distilbert-base-uncased (DistilBertModel)",
+        params=66_362_880,
+        params_difference=622_650,
+        differs=(
+            "Parameters: +622,650, DistilBertForMaskedLM's head: +590,592 vocab transform, +1,536 its LayerNorm, "
+            "+30,522 output bias (the projector is tied to the word embeddings)."
+        ),
     ),
 )
 
 # AlbertConfig() is albert-xxlarge (hidden 4096, 64 heads): 223M parameters whose AdamW state alone nears
 # the 4 GiB CPU budget and whose step takes many seconds, so the default is albert-base-v2's shape.
 hf_Albert = hf_model(
-    "hf_Albert", "AlbertConfig", "AlbertForMaskedLM", "masked-lm",
+    "hf_Albert",
+    "AlbertConfig",
+    "AlbertForMaskedLM",
+    "masked-lm",
     batch_sizes=BatchSizes(cpu_train=2, cpu_eval=4, cuda_train=32, cuda_eval=64),
     smoke_config={**_TINY_BERT_LIKE, "embedding_size": 32},
     config={"hidden_size": 768, "num_attention_heads": 12, "intermediate_size": 3072},
     note=(
         "albert-base-v2 shape (AlbertConfig() is albert-xxlarge, too slow and large for CPU). CPU batch 2/4 "
         "(train/eval): default train step 1.34 s CPU, eval 0.83 s, peak RSS 1.4 GiB; batch 4 train took 2.4 s "
-        "CPU."
-        + _HOW_MEASURED
+        "CPU." + _HOW_MEASURED
+    ),
+    published=Published(
+        "albert-base-v2 (AlbertModel)",
+        params=11_683_584,
+        params_difference=-461_904,
+        differs=(
+            "Parameters: -461,904, AlbertForMaskedLM's head in place of AlbertModel's pooler: -590,592 pooler, "
+            "+98,432 prediction dense, +256 its LayerNorm, +30,000 output bias (the decoder is tied to the embeddings)."
+        ),
     ),
 )

@@ -105,12 +105,14 @@ class SoftActorCritic(BenchmarkModel):
         # Target critics live in the module so they move with it and the eval purity check sees them,
         # but no optimizer owns them: only the Polyak update in train changes them.
         target = copy.deepcopy(critic).requires_grad_(False)
-        return nn.ModuleDict({
-            "actor": GaussianPolicy(self.obs_dim, self.action_dim, self.hidden),
-            "critic": critic,
-            "target_critic": target,
-            "temperature": Temperature(),
-        })  # fmt: skip
+        return nn.ModuleDict(
+            {
+                "actor": GaussianPolicy(self.obs_dim, self.action_dim, self.hidden),
+                "critic": critic,
+                "target_critic": target,
+                "temperature": Temperature(),
+            }
+        )
 
     def make_optimizers(self) -> list[torch.optim.Optimizer]:
         return [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from torchbenchmark.contract import BatchSizes
+from torchbenchmark.contract import BatchSizes, Published
 from torchbenchmark.models.nlp import HuggingFaceModel, hf_model
 
 
@@ -29,12 +29,21 @@ class SpeechSeq2SeqModel(HuggingFaceModel):
 # 3000 frames) make one train sample cost about a second on 2 CPU cores, mostly encoder attention over
 # 1500 positions; 375 positions (7.5 s, 750 frames) keep the same layers at a quarter of the length.
 hf_Whisper = hf_model(
-    "hf_Whisper", "WhisperConfig", "WhisperForConditionalGeneration", "seq2seq",
+    "hf_Whisper",
+    "WhisperConfig",
+    "WhisperForConditionalGeneration",
+    "seq2seq",
     batch_sizes=BatchSizes(cpu_train=4, cpu_eval=8, cuda_train=16, cuda_eval=32),
     smoke_config={
-        "encoder_layers": 1, "decoder_layers": 1, "d_model": 64, "encoder_attention_heads": 2,
-        "decoder_attention_heads": 2, "encoder_ffn_dim": 128, "decoder_ffn_dim": 128,
-        "max_source_positions": 16, "num_mel_bins": 16,
+        "encoder_layers": 1,
+        "decoder_layers": 1,
+        "d_model": 64,
+        "encoder_attention_heads": 2,
+        "decoder_attention_heads": 2,
+        "encoder_ffn_dim": 128,
+        "decoder_ffn_dim": 128,
+        "max_source_positions": 16,
+        "num_mel_bins": 16,
     },
     seq_len=64,
     config={"max_source_positions": 375},
@@ -46,4 +55,10 @@ hf_Whisper = hf_model(
         "of 3; the shared 2-core machine was loaded); an idle 2-thread step is roughly half that."
     ),
     base=SpeechSeq2SeqModel,
+    published=Published(
+        "whisper-tiny (WhisperForConditionalGeneration, head tied to the embeddings)",
+        params=37_760_640,
+        params_difference=-432_000,
+        differs="Parameters: -432,000, the encoder's position embeddings for 375 positions, not 1500 (1125 x 384).",
+    ),
 )

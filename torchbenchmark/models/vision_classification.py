@@ -55,10 +55,14 @@ def classifier(
 ) -> type[TorchVisionClassifier]:
     """A registry entry for the torchvision classifier ``arch``: metadata only, no behaviour."""
     return torchvision_entry(
-        TorchVisionClassifier, arch, "vision-classification", (cpu_train, cpu_eval, cuda),
-        smoke={"batch_size": 2, "image_size": smoke_image_size}, note=note,
+        TorchVisionClassifier,
+        arch,
+        "vision-classification",
+        (cpu_train, cpu_eval, cuda),
+        smoke={"batch_size": 2, "image_size": smoke_image_size},
+        note=note,
         builder_takes_image_size=builder_takes_image_size,
-    )  # fmt: skip
+    )
 
 
 # CPU batch sizes keep a default train step between about 0.05 and 2 s on a 2-core machine (CPU_BATCH_NOTE).

@@ -1,0 +1,151 @@
+"""The op events of each profiled step, sorted by what their fixed cost covers, and the Python time between them.
+
+Kinds of op event (each priced on this machine by ``measure.calibration``, see ``analyze.pricing``):
+
+    call      a top-level op: called from Python (the model, a loss, the optimizer's foreach ops)
+    nested    an op dispatched inside another op or inside an autograd node (linear -> t, addmm, ...)
+    autograd  an autograd engine node: the engine's scheduling and bookkeeping of one backward function
+
+Some ops build their kernel anew on every call, before any arithmetic: oneDNN's RNN layers create their
+primitive per call and step through time inside one event. Such an event counts under its kind above and
+once more under its set-up kind; the time steps it runs count under a kind of their own, known only from
+a trace that recorded shapes (``time_steps_per_call``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from torchbenchmark.analyze.trace import Event, is_step, load_events, parents, span, step_events, thread_of
+
+EVENT_KINDS = ("call", "nested", "autograd")
+SETUP_OPS = {"aten::mkldnn_rnn_layer": "rnn", "aten::mkldnn_rnn_layer_backward": "rnn_backward"}
+SETUP_KINDS = tuple(SETUP_OPS.values())
+TIME_STEP_KINDS = {kind: f"{kind}_step" for kind in SETUP_KINDS}
+PRICED_KINDS = EVENT_KINDS + SETUP_KINDS + tuple(TIME_STEP_KINDS.values())
+AUTOGRAD_NODE_PREFIX = "autograd::engine::evaluate_function"
+
+
+@dataclasses.dataclass(frozen=True)
+class OverheadEvents:
+    """The op events of each profiled step by kind, and the Python time between them that made no event."""
+
+    events_per_step: tuple[dict[str, float], ...]  # per step: events of each kind in PRICED_KINDS
+    # Per step: time on the step's thread with no op running, except between two autograd nodes (the
+    # engine's own scheduling, priced with the nodes).
+    python_gap_us_per_step: tuple[float, ...]
+    least_python_gap_us: float | None = None  # each gap at its least over the steps, summed (see below)
+
+    @property
+    def steps(self) -> int:
+        return len(self.events_per_step)
+
+    def mean_events(self, kind: str) -> float:
+        return statistics.fmean(step.get(kind, 0) for step in self.events_per_step) if self.events_per_step else 0.0
+
+    @property
+    def median_python_gap_us(self) -> float:
+        return statistics.median(self.python_gap_us_per_step) if self.python_gap_us_per_step else 0.0
+
+    def only(self, keep: Sequence[bool]) -> OverheadEvents:
+        """These events for the steps ``keep`` marks (those no other work on the machine stretched)."""
+        if len(keep) != self.steps or all(keep) or not any(keep):
+            return self
+        chosen = [i for i, flag in enumerate(keep) if flag]
+        return OverheadEvents(tuple(self.events_per_step[i] for i in chosen), tuple(self.python_gap_us_per_step[i] for i in chosen))
+
+    def on_cpu(self, off_cpu_us: Sequence[float]) -> OverheadEvents:
+        """These events with each step's Python gap less the time its thread spent off a CPU.
+
+        Time asleep, blocked or waiting for a CPU makes no op event, so it lands in the gaps; it is not overhead.
+        """
+        if len(off_cpu_us) != self.steps or not any(off_cpu_us):
+            return self
+        gaps = tuple(max(0.0, gap - off) for gap, off in zip(self.python_gap_us_per_step, off_cpu_us))
+        return OverheadEvents(self.events_per_step, gaps)
+
+    def with_time_steps(self, per_call: dict[str, float]) -> OverheadEvents:
+        """These events with each set-up kind's time steps counted, at ``per_call`` time steps a call."""
+        counted = tuple(
+            {**step, **{TIME_STEP_KINDS[kind]: step[kind] * steps for kind, steps in per_call.items()}} for step in self.events_per_step
+        )
+        return dataclasses.replace(self, events_per_step=counted)
+
+
+def time_steps_per_call(events: Iterable[Event]) -> dict[str, float]:
+    """The mean time steps of a call of each set-up kind (SETUP_OPS), from a trace that recorded shapes.
+
+    An RNN layer's input is time-major, (time, batch, features). A kind left out had no call with that
+    shape (a packed sequence's input is 2-d): its time steps are not known.
+    """
+    steps: dict[str, list[int]] = defaultdict(list)
+    for event in events:
+        kind = SETUP_OPS.get(str(event.get("name", "")))
+        dims = (event.get("args") or {}).get("Input Dims") if kind and event.get("ph") == "X" else None
+        if kind and dims and len(dims[0]) == 3:
+            steps[kind].append(int(dims[0][0]))
+    return {kind: statistics.fmean(counts) for kind, counts in steps.items()}
+
+
+def _step(ops: Sequence[Event], start: float, end: float) -> tuple[dict[str, float], list[float]]:
+    """One step's events by kind, and the gaps between its top-level ops in the order they came."""
+    count: dict[str, float] = dict.fromkeys(PRICED_KINDS, 0)
+    tops: list[tuple[float, float, bool]] = []  # (start, end, is an autograd node) of top-level ops
+    for op, parent in sorted(zip(ops, parents(ops)), key=lambda pair: (float(pair[0]["ts"]), -float(pair[0]["dur"]))):
+        name = str(op.get("name", ""))
+        is_node = name.startswith(AUTOGRAD_NODE_PREFIX)
+        if parent is None:
+            tops.append((*span(op), is_node))
+        count["autograd" if is_node else "nested" if parent is not None else "call"] += 1
+        if name in SETUP_OPS:
+            count[SETUP_OPS[name]] += 1
+    gaps, cursor, previous_node = [], start, False
+    for op_start, op_end, is_node in tops:
+        if not (previous_node and is_node):
+            gaps.append(max(0.0, op_start - cursor))
+        cursor, previous_node = max(cursor, op_end), is_node
+    gaps.append(max(0.0, end - cursor))
+    return count, gaps
+
+
+def overhead_events(events: Sequence[Event]) -> OverheadEvents:
+    """Each step's op events by kind (PRICED_KINDS) and its Python gap time. Raises ValueError without steps.
+
+    The Python gap of a step is the time on the step's thread covered by no top-level op, less the time
+    between two consecutive autograd nodes: in it Python ran (module wrappers, glue, the optimizer's loops,
+    the harness), or the profiler itself, which the calibration's own gaps measure.
+    """
+    steps = step_events(events)
+    if not steps:
+        raise ValueError("the trace holds no ProfilerStep events: was the profiler stepped?")
+    ops_by_thread: dict[Any, list[Event]] = defaultdict(list)
+    for event in events:
+        if event.get("ph") == "X" and event.get("cat") == "cpu_op" and "dur" in event and not is_step(event):
+            ops_by_thread[thread_of(event)].append(event)
+    counts, gap_lists = [], []
+    for step in steps:
+        start, end = span(step)
+        ops = [op for op in ops_by_thread.get(thread_of(step), ()) if start <= float(op["ts"]) < end]
+        count, gaps = _step(ops, start, end)
+        counts.append(count)
+        gap_lists.append(gaps)
+    # Steps of one model call the same ops in the same order, so their gaps pair up by position; the
+    # least of each position drops a preemption wherever it did not strike every step at the same gap.
+    least = None
+    if len({len(gaps) for gaps in gap_lists}) == 1:
+        least = sum(min(position) for position in zip(*gap_lists))
+    return OverheadEvents(tuple(counts), tuple(sum(gaps) for gaps in gap_lists), least)
+
+
+def overhead_events_of_trace(path: str | Path, shapes_path: str | Path | None = None) -> OverheadEvents:
+    """The overhead events of a light trace; ``shapes_path``, a trace of the same model that recorded shapes
+    (the detailed profile's), is read for the time steps of its set-up ops, only when it holds some."""
+    events = overhead_events(load_events(path))
+    if shapes_path is not None and any(events.mean_events(kind) for kind in SETUP_KINDS):
+        events = events.with_time_steps(time_steps_per_call(load_events(shapes_path)))
+    return events

@@ -1,0 +1,270 @@
+"""Pricing a step's per-op overhead from its light trace and the per-event prices calibrated on this machine.
+
+Every op a model calls pays a fixed cost before any arithmetic: Python argument parsing, the dispatcher,
+autograd bookkeeping, an allocation, a kernel launch on a GPU. Each kind of event (``analyze.overhead``)
+has its own price; an op that builds its kernel on every call (``SETUP_OPS``) is priced once more for
+that set-up and for each time step it runs. Python that makes no event (module ``__call__``, hooks, the
+optimizer's loops, glue) is measured, not priced: the step's *Python gap* (its least over the profiled
+steps, since preemption only adds), divided by the *cold factor* (how much slower a fixed piece of
+module glue ran after a measured step than after an empty one: that slowness belongs to the arithmetic
+that evicted the caches), less what an empty profiled step holds and what each call's own gap holds::
+
+    overhead_us = sum(events[kind] * price[kind] for every priced kind)
+                  + max(0, python_gap_us / cold - step_gap_us - calls * call_gap_us)
+    fraction = overhead_us / step_time                       (uncapped; the pinned field caps it at 1)
+
+Prices come in order, each from loops whose other kinds are already priced (``prices_from_timings``):
+``call`` from ops that nest nothing, ``nested`` pooled over ops that nest many, ``autograd`` from the
+difference between a deep and a shallow backward (the engine's fixed entry cost cancels), then an RNN
+layer's set-up and time step from loops over 1 and ``RNN_TIME_STEPS`` time steps.
+
+The interval spans each calibration repeat's prices, the profiled steps' Python gaps (least, then median
+and without the cold factor at the top) and the step time's interquartile range. With more than one
+intra-op thread on a CPU its low end prices the ops alone: there the Python between ops ran up to 1.8x
+slower than the cold factor accounts for (verdict accuracy at two threads, ``benchmarks/RESULTS.md``:
+the nil-width twin's ops never wake the other threads), so how much of the gap is overhead is not known.
+
+``--scaling`` adds a second, independent bound: the step time fitted as a line over batch sizes; its
+intercept's share of the step bounds the overhead's from above. With the line it also gives where the
+verdict would change: the overhead (the estimate's, held fixed, since a step's op count does not grow
+with its batch) over the fitted step time falls to a share ``s`` at the batch::
+
+    batch_at(s) = (overhead_ms / s - intercept_ms) / slope_ms       (rounded up; at least 1)
+
+so a row reads "dispatch-bound below batch ``batch_at(0.5)``", compute-bound from ``batch_at(0.2)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+
+from torchbenchmark.analyze.overhead import EVENT_KINDS, PRICED_KINDS, TIME_STEP_KINDS, OverheadEvents
+from torchbenchmark.analyze.verdict import COMPUTE_BOUND_BELOW, DISPATCH_BOUND_AT
+from torchbenchmark.results.schema import Scaling
+from torchbenchmark.results.spec import Budget
+
+# The time steps of the calibration's longer RNN loop: with the one-step loop, a line through set-up and step.
+RNN_TIME_STEPS = 33
+# --scaling: the batch sizes timed besides the case's own, as divisors of it (or multiples, for a model
+# that declares ``scale_batch_up``: a decode step at batch 1 has no smaller batch).
+SCALING_DIVISORS = (2, 4, 8)
+# The event-based fraction agrees with the scaling bound when it is at most this much above it (the
+# bound holds, within noise) and at least this share of it (the intercept also holds arithmetic that
+# does not grow with the batch, such as weight updates, so it may sit well above the overhead).
+AGREEMENT_ABOVE = 1.25
+AGREEMENT_BELOW = 1 / 3
+
+
+@dataclasses.dataclass(frozen=True)
+class Prices:
+    """The fixed cost of one event of each kind on this machine, in µs."""
+
+    call_us: float
+    nested_us: float
+    autograd_us: float
+    call_gap_us: float  # Python gap per top-level call of a bare loop under the light profiler, loop excluded
+    # An RNN layer call beyond its events' dispatch: its set-up, and each time step it runs at nil width;
+    # 0 where LSTMs do not run on oneDNN.
+    rnn_us: float = 0.0
+    rnn_step_us: float = 0.0
+    rnn_backward_us: float = 0.0
+    rnn_backward_step_us: float = 0.0
+
+    def of(self, kind: str) -> float:
+        return float(getattr(self, f"{kind}_us"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """Prices from each interleaved repeat of the calibration loops; the median of each is the estimate."""
+
+    repeats: tuple[Prices, ...]
+    step_gap_us: float = 0.0  # Python gap of an empty profiled step: the harness and the profiler's step
+    probe_us: float = 0.0  # the cold probe's fastest pass after an empty step: its warm time; 0: not measured
+
+    @property
+    def prices(self) -> Prices:
+        fields = dataclasses.fields(Prices)
+        return Prices(**{field.name: statistics.median(getattr(p, field.name) for p in self.repeats) for field in fields})
+
+
+@dataclasses.dataclass(frozen=True)
+class Counted:
+    """A calibration loop's body, counted: the events and Python gap one iteration makes."""
+
+    name: str
+    events: Mapping[str, float]
+    gap_us: float = 0.0
+    time_steps: int = 0  # of each RNN layer call in it
+
+
+def prices_from_timings(workloads: Sequence[Counted], cost_us: Mapping[str, float]) -> Prices:
+    """Per-event prices from each workload's counted events and its measured cost per iteration (µs).
+
+    ``cost_us`` must hold ``loop`` (an empty loop body), workloads that nest nothing, workloads that nest
+    ops, and ``backward_1`` and ``backward_8``; the RNN loops (``rnn_1``, ``rnn_33``, ``rnn_backward_1``,
+    ``rnn_backward_33``), where given and where their layer ran on oneDNN, price its set-up and time steps.
+    """
+    by_name = {w.name: w for w in workloads}
+    net = {name: max(0.0, cost - cost_us["loop"]) for name, cost in cost_us.items()}
+    forward = [w for w in workloads if w.name != "loop" and not w.name.startswith("backward") and not w.time_steps]
+    flat = [w for w in forward if w.events["nested"] == 0 and w.events["call"] > 0]
+    nesting = [w for w in forward if w.events["nested"] > 0]
+    call_us = statistics.median(net[w.name] / w.events["call"] for w in flat)
+    nested_us = max(0.0, sum(net[w.name] - w.events["call"] * call_us for w in nesting) / sum(w.events["nested"] for w in nesting))
+    deep, shallow = by_name["backward_8"], by_name["backward_1"]
+    delta = {kind: deep.events[kind] - shallow.events[kind] for kind in EVENT_KINDS}
+    autograd_us = max(0.0, (net[deep.name] - net[shallow.name] - delta["call"] * call_us - delta["nested"] * nested_us) / delta["autograd"])
+    loop_gap = by_name["loop"].gap_us
+    call_gap_us = statistics.median(max(0.0, w.gap_us - loop_gap) / w.events["call"] for w in forward)
+    prices = Prices(call_us=call_us, nested_us=nested_us, autograd_us=autograd_us, call_gap_us=call_gap_us)
+    for kind, engine in (("rnn", None), ("rnn_backward", shallow)):
+        prices = _price_rnn(prices, kind, by_name, net, engine)
+    return prices
+
+
+def _price_rnn(prices: Prices, kind: str, by_name: Mapping[str, Counted], net: Mapping[str, float], engine: Counted | None) -> Prices:
+    """An RNN call costs, beyond its events' dispatch, set-up + time steps * step: a line through the short and
+    the long loop. Backward is priced beyond what entering the engine costs a shallow backward too."""
+    short, long = by_name.get(f"{kind}_1"), by_name.get(f"{kind}_{RNN_TIME_STEPS}")
+    if short is None or long is None or not short.events.get(kind) or not long.events.get(kind):
+        return prices
+
+    def unpriced_us(workload: Counted) -> float:
+        return net[workload.name] - sum(workload.events.get(k, 0) * prices.of(k) for k in PRICED_KINDS)
+
+    def per_call_us(workload: Counted) -> float:
+        return (unpriced_us(workload) - (unpriced_us(engine) if engine else 0.0)) / workload.events[kind]
+
+    step_us = max(0.0, (per_call_us(long) - per_call_us(short)) / (long.time_steps - short.time_steps))
+    setup_us = max(0.0, per_call_us(short) - step_us * short.time_steps)
+    return dataclasses.replace(prices, **{f"{kind}_us": setup_us, f"{TIME_STEP_KINDS[kind]}_us": step_us})
+
+
+@dataclasses.dataclass(frozen=True)
+class Estimate:
+    """The overhead of an average step, priced per kind of event, and its share of the step."""
+
+    events_per_step: dict[str, float]  # by kind in PRICED_KINDS
+    python_us: float  # per step: Python time that made no event (gap beyond what the calls' own gaps hold)
+    cold: float  # the cold factor the gap was divided by
+    overhead_us: float  # per step, all kinds and the Python time
+    fraction: float  # overhead over the median step time, uncapped
+    interval: tuple[float, float]  # lowest and highest fraction the spreads allow
+
+
+def cold_factor(probe_us: float | None, warm_probe_us: float) -> float:
+    """How much slower Python ran after the model's step than after an empty one, at least 1 (1 when unknown)."""
+    if not probe_us or warm_probe_us <= 0:
+        return 1.0
+    return max(1.0, probe_us / warm_probe_us)
+
+
+def _overhead_us(events: Mapping[str, float], gap_us: float, prices: Prices, step_gap_us: float, cold: float = 1.0) -> tuple[float, float]:
+    """(overhead, Python time) per step in µs."""
+    python_us = max(0.0, gap_us / cold - step_gap_us - events["call"] * prices.call_gap_us)
+    return sum(events[kind] * prices.of(kind) for kind in PRICED_KINDS) + python_us, python_us
+
+
+def estimate(
+    events: OverheadEvents,
+    calibration: Calibration,
+    step_ms: float,
+    step_iqr_ms: float = 0.0,
+    probe_us: float | None = None,
+    threads: int = 1,
+) -> Estimate:
+    """The overhead share of a step of median ``step_ms`` whose light trace gave ``events``; ``probe_us``: the
+    cold probe's fastest pass after the case's measured steps; ``threads``: the CPU's intra-op threads.
+
+    The Python gap is the least of the profiled steps' (the median for the interval's top): a process the
+    machine's other work preempts shows the lost time as gap, so gaps err only upwards.
+    """
+    if step_ms <= 0:
+        raise ValueError("step time must be positive")
+    per_step = {kind: events.mean_events(kind) for kind in PRICED_KINDS}
+    gaps = events.python_gap_us_per_step or (0.0,)
+    least_gap, median_gap = min(gaps), statistics.median(gaps)
+    if events.least_python_gap_us is not None:
+        least_gap = min(least_gap, events.least_python_gap_us)
+    step_gap = calibration.step_gap_us
+    cold = cold_factor(probe_us, calibration.probe_us)
+    overhead_us, python_us = _overhead_us(per_step, least_gap, calibration.prices, step_gap, cold)
+    low_gap = 0.0 if threads > 1 else least_gap
+    low_us = min(_overhead_us(per_step, low_gap, p, step_gap, cold)[0] for p in calibration.repeats)
+    # The top of the interval takes the gap as measured: the cold factor is itself an estimate.
+    high_us = max(_overhead_us(per_step, median_gap, p, step_gap)[0] for p in calibration.repeats)
+    step_low_ms, step_high_ms = max(step_ms - step_iqr_ms / 2, step_ms / 2), step_ms + step_iqr_ms / 2
+    return Estimate(
+        per_step,
+        python_us,
+        cold,
+        overhead_us,
+        overhead_us / (step_ms * 1e3),
+        (low_us / (step_high_ms * 1e3), high_us / (step_low_ms * 1e3)),
+    )
+
+
+def scaling_budget(budget: Budget) -> Budget:
+    """A shorter budget for the extra batch sizes: their medians feed a fit, not a row of their own."""
+    # A load spike in warmup must not ask for minutes of steps: hence the step cap.
+    return dataclasses.replace(
+        budget,
+        warmup_s=min(budget.warmup_s, 1.0),
+        measure_s=min(budget.measure_s, 0.5),
+        max_steps=min(budget.max_steps, 500),
+        windows=2,
+        edge_calls=1,
+        edge_s=0.0,
+    )
+
+
+def scaling_batch_sizes(batch_size: int, up: bool = False) -> list[int]:
+    """The batch sizes ``--scaling`` times beside ``batch_size``: smaller ones, or with ``up`` larger ones
+    (fewer than two: no estimate)."""
+    if up:
+        return [batch_size * d for d in SCALING_DIVISORS]
+    return sorted({max(1, batch_size // d) for d in SCALING_DIVISORS} - {batch_size})
+
+
+def batch_at_share(overhead_ms: float, intercept_ms: float, slope_ms: float, share: float) -> int | None:
+    """The least batch at which ``overhead_ms`` is at most ``share`` of the line's step time; None when the
+    line does not grow with the batch (the share never falls)."""
+    if slope_ms <= 0:
+        return None
+    return max(1, math.ceil((overhead_ms / share - intercept_ms) / slope_ms - 1e-9))
+
+
+def scaling_from_steps(step_ms: Mapping[int, float], batch_size: int, fraction: float) -> Scaling:
+    """The overhead bound from the median step at each batch size (``batch_size``, the case's, among them),
+    checked against ``fraction``, the event-based estimate, and the batches where that overhead's share
+    falls to each verdict threshold."""
+    batches = tuple(sorted(step_ms))
+    times = tuple(step_ms[b] for b in batches)
+    slope, intercept = statistics.linear_regression(batches, times)
+    upper = max(0.0, intercept) / step_ms[batch_size]
+    agrees = AGREEMENT_BELOW * upper <= fraction <= AGREEMENT_ABOVE * upper
+    overhead_ms = fraction * step_ms[batch_size]
+    return Scaling(
+        batch_sizes=batches,
+        step_ms=times,
+        intercept_ms=intercept,
+        fraction_upper=upper,
+        agrees=agrees,
+        batch_at_overhead_50pct=batch_at_share(overhead_ms, intercept, slope, DISPATCH_BOUND_AT),
+        batch_at_overhead_20pct=batch_at_share(overhead_ms, intercept, slope, COMPUTE_BOUND_BELOW),
+    )
+
+
+def scaling_estimate(step_ms_at: Callable[[int], float], batch_size: int, step_ms: float, fraction: float) -> Scaling | None:
+    """The overhead bound from step times at ``batch_size`` and smaller batches; None below batch 4.
+
+    ``step_ms_at(batch)`` measures the median step at ``batch``; ``fraction`` is the event-based estimate.
+    """
+    smaller = scaling_batch_sizes(batch_size)
+    if len(smaller) < 2:
+        return None
+    return scaling_from_steps({**{b: step_ms_at(b) for b in smaller}, batch_size: step_ms}, batch_size, fraction)

@@ -1,0 +1,109 @@
+"""``diagnostics.py compare BASE NEW``: two runs compared case by case, and a regression gate."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+
+from torchbenchmark.analyze.compare import DEFAULT_THRESHOLD_PCT, Comparison, compare, with_op_diffs
+from torchbenchmark.cli.args import EXIT_OK, Parser, UsageError, check_new_files, percent
+from torchbenchmark.report.page import render_comparison_report
+from torchbenchmark.report.tables import render_comparison
+from torchbenchmark.results.files import StorageError, dumps, write_atomic
+from torchbenchmark.results.records import Summary
+from torchbenchmark.run import outdir
+
+__all__ = ["DEFAULT_THRESHOLD_PCT", "Outputs", "build_parser", "load_side", "main", "run"]
+
+EPILOG = """\
+BASE, NEW: an output folder (its run records), a summary.json, or one run record (OUT/runs/<run-id>.json).
+calls: slower, faster, same, inconclusive, new failure, fixed, verdict changed, not compared, only in base, only in new.
+exit status: 0 nothing slower or newly failing; 1 a case regressed; 2 usage error (one line, nothing written);
+3 nothing slower, but some case inconclusive (--allow-inconclusive: 0). docs/comparing.md: how to read it."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(
+        prog="diagnostics.py compare",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Compare two runs: each case's step-time ratio with a 95% interval, and a regression gate.",
+    )
+    parser.add_argument("base", metavar="BASE")
+    parser.add_argument("new", metavar="NEW")
+    parser.add_argument(
+        "--threshold",
+        type=percent,
+        default=DEFAULT_THRESHOLD_PCT,
+        help=f"smallest change in %% called faster or slower (default: {DEFAULT_THRESHOLD_PCT:g})",
+    )
+    parser.add_argument("--pool", action="store_true", help="time each case with every run in BASE and NEW that measured it alike")
+    parser.add_argument(
+        "--ops", action="store_true", help="list the ops that moved for every case, not only those slower, faster or inconclusive"
+    )
+    parser.add_argument("--json", metavar="FILE", type=Path, help="also write the comparison as JSON")
+    parser.add_argument("--html", metavar="FILE", type=Path, help="also write it as a self-contained HTML page")
+    parser.add_argument("--allow-inconclusive", action="store_true", help="exit 0, not 3, when a case is inconclusive")
+    return parser
+
+
+def load_side(path: str | Path, flag: str, pool: bool = False) -> Summary:
+    try:
+        return outdir.load(path, pool)
+    except StorageError as error:
+        raise UsageError(f"{flag}: {error}" if flag.startswith("--") else str(error)) from None
+
+
+@dataclasses.dataclass(frozen=True)
+class Outputs:
+    """The files a comparison writes besides its table: --json and --html."""
+
+    json: Path | None = None
+    html: Path | None = None
+
+
+def run(
+    base: str | Path,
+    new: str | Path,
+    threshold_pct: float,
+    outputs: Outputs = Outputs(),
+    pool: bool = False,
+    allow_inconclusive: bool = False,
+    ops: bool = False,
+) -> int:
+    """Compare, print the table, write --json and --html; a usage error for unreadable input or nothing in common.
+
+    The ops that moved are listed for the cases called slower, faster, inconclusive or verdict changed,
+    and with ``ops`` for every case.
+    """
+    check_new_files((("--json", outputs.json), ("--html", outputs.html)), inputs=(Path(base), Path(new)))
+    sides = load_side(base, "BASE", pool), load_side(new, "NEW", pool)
+    try:
+        comparison = compare(*sides, threshold_pct)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    comparison = with_op_diffs(comparison, *sides, roots=(outdir.folder_of(base), outdir.folder_of(new)), every=ops)
+    files = [(path, "--json", lambda: dumps(comparison.to_dict())) for path in [outputs.json] if path is not None]
+    files += [(path, "--html", lambda: render_comparison_report(comparison, *sides)) for path in [outputs.html] if path is not None]
+    texts = [(path, flag, render()) for path, flag, render in files]  # drawn before any is written
+    print(render_comparison(comparison), end="")
+    for path, flag, text in texts:
+        try:
+            write_atomic(path, text)
+        except OSError as error:  # a full disk, a folder gone meanwhile: nothing half-written stays
+            raise UsageError(f"{flag} {path}: cannot be written: {error.strerror or error}") from None
+        if flag == "--html":
+            print(f"page: {path}", file=sys.stderr)
+    return exit_status(comparison, allow_inconclusive)
+
+
+def exit_status(comparison: Comparison, allow_inconclusive: bool) -> int:
+    status = comparison.exit_status
+    return EXIT_OK if allow_inconclusive and status == 3 else status
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    return run(args.base, args.new, args.threshold, Outputs(args.json, args.html), args.pool, args.allow_inconclusive, args.ops)

@@ -1,0 +1,190 @@
+"""Calibrating the per-event prices on this machine: loops of trivial ops, timed and counted.
+
+Each loop body is an op of a shape a model's step is made of, on one-element tensors so the arithmetic is
+nil. One light profile of every loop counts the events an iteration emits (one call is rarely one event:
+``a * 2.0`` dispatches five); bursts of each loop are timed, the fastest kept (preemption only adds), and
+``analyze.pricing.prices_from_timings`` turns counts and costs into prices. The workloads take turns
+within each repeat, so a spell of load falls on all of them alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch.profiler import ProfilerActivity, profile, record_function, schedule
+
+from torchbenchmark.analyze.overhead import SETUP_KINDS, TIME_STEP_KINDS, overhead_events_of_trace
+from torchbenchmark.analyze.pricing import RNN_TIME_STEPS, Calibration, Counted, prices_from_timings
+from torchbenchmark.measure.harness import ColdProbe, StepTimer, device_sync
+from torchbenchmark.measure.native_logs import quiet_kineto
+
+
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    """A calibration loop body."""
+
+    name: str
+    run: Callable[[], object]
+    time_steps: int = 0  # of each RNN layer call in it; the light profile records no shapes to count them
+    dear: bool = False  # 20 to 200 times a trivial call's cost: timed and counted over a tenth as many iterations
+
+    def iterations(self, count: int) -> int:
+        return max(1, count // 10 if self.dear else count)
+
+
+def _workloads(device: torch.device) -> list[Workload]:
+    one = dict(device=device)
+    a, b = torch.ones(1, **one), torch.ones(1, **one)
+    x, w, bias = torch.ones(1, 1, **one), torch.ones(1, 1, **one), torch.ones(1, **one)
+    table, index, offsets = torch.ones(4, 1, **one), torch.zeros(1, dtype=torch.long, **one), torch.zeros(1, dtype=torch.long, **one)
+    leaf = torch.ones(1, requires_grad=True, **one)
+    # One LSTM layer of width 2 (gate weights, recurrent weights and their biases) over 1 and 33 time steps.
+    # Widths 2 to 16 cost the same within 5% a call; width 1 a third less, a case of its own.
+    gates = [torch.full((8, 2), 0.1, **one), torch.full((8, 2), 0.1, **one), torch.zeros(8, **one), torch.zeros(8, **one)]
+    trained = [weight.clone().requires_grad_() for weight in gates]
+    state = (torch.zeros(1, 1, 2, **one), torch.zeros(1, 1, 2, **one))
+
+    def lstm(time_steps: int, train: bool) -> Callable[[], object]:
+        sequence, weights = torch.ones(1, time_steps, 2, **one), trained if train else gates
+
+        def run() -> object:
+            # input, state, weights, has_biases, num_layers, dropout, train, bidirectional, batch_first
+            out = torch.lstm(sequence, state, weights, True, 1, 0.0, train, False, True)[0]
+            return out.sum().backward() if train else out
+
+        return run
+
+    def backward(depth: int) -> Callable[[], None]:
+        def run() -> None:
+            y = leaf
+            for _ in range(depth):
+                y = y * a
+            y.sum().backward()
+
+        return run
+
+    # Ops of each shape a model's step is made of: calls that nest nothing, calls that nest a few or many
+    # ops (embedding_bag nests about 40), backward passes of two depths, and an op with a set-up of its
+    # own (SETUP_OPS: an LSTM runs on oneDNN's RNN layer wherever oneDNN is built in), forward and back.
+    return [
+        Workload("loop", lambda: None),
+        Workload("add", lambda: a + b),
+        Workload("view", lambda: x.view(-1)),
+        Workload("cat", lambda: torch.cat([a, b])),
+        Workload("mul_scalar", lambda: a * 2.0),
+        Workload("relu", lambda: torch.relu(a)),
+        Workload("sum", lambda: a.sum()),
+        Workload("linear", lambda: F.linear(x, w, bias)),
+        Workload("embedding_bag", lambda: F.embedding_bag(index, table, offsets)),
+        Workload("backward_1", backward(1), dear=True),
+        Workload("backward_8", backward(8), dear=True),
+        *(Workload(f"rnn_{steps}", lstm(steps, train=False), time_steps=steps, dear=True) for steps in (1, RNN_TIME_STEPS)),
+        *(Workload(f"rnn_backward_{steps}", lstm(steps, train=True), time_steps=steps, dear=True) for steps in (1, RNN_TIME_STEPS)),
+    ]
+
+
+def _count_events(workloads: list[Workload], device: torch.device, iterations: int) -> list[Counted]:
+    """Each workload with the events and Python gap of one iteration, from one light profile of its loop
+    (``iterations`` of it, a tenth as many of a dear one)."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "calibration.json"
+        with profile(activities=_activities(device)) as prof:
+            for index, workload in enumerate(workloads):
+                # Named as profiler steps so the trace is read exactly as a model's trace is.
+                with record_function(f"ProfilerStep#{index}"):
+                    for _ in range(workload.iterations(iterations)):
+                        workload.run()
+        prof.export_chrome_trace(str(path))
+        counted = overhead_events_of_trace(path)
+    found = []
+    for workload, events, gap in zip(workloads, counted.events_per_step, counted.python_gap_us_per_step):
+        runs = workload.iterations(iterations)
+        per_run = {kind: count / runs for kind, count in events.items()}
+        # The light profile records no shapes: an RNN loop's time steps are the ones it was built with.
+        per_run |= {TIME_STEP_KINDS[kind]: per_run[kind] * workload.time_steps for kind in SETUP_KINDS}
+        found.append(Counted(workload.name, per_run, gap / runs, workload.time_steps))
+    return found
+
+
+def _activities(device: torch.device) -> list[ProfilerActivity]:
+    return [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+
+
+def _step_gap_us(device: torch.device, steps: int = 20) -> float:
+    """The Python gap of an empty step profiled as a model's is: ``StepTimer`` and ``profiler.step``."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "steps.json"
+        with profile(
+            activities=_activities(device),
+            schedule=schedule(wait=1, warmup=1, active=steps, repeat=1),
+            on_trace_ready=lambda prof: prof.export_chrome_trace(str(path)),
+        ) as prof:
+            timer = StepTimer(device_sync(device), after_step=prof.step)
+            timer.begin_call()
+            for _ in range(steps + 2):
+                timer()
+        return statistics.median(overhead_events_of_trace(path).python_gap_us_per_step)
+
+
+def _warm_probe_us(steps: int = 200) -> float:
+    """The ColdProbe's fastest pass after an empty step, as ``characterise`` times it after a model's."""
+    probe = ColdProbe()
+    timer = StepTimer(after_step=probe)
+    timer.begin_call()
+    for _ in range(steps):
+        timer()
+    return probe.least_us() or 0.0
+
+
+# Each timing is the fastest of this many short bursts: on a shared machine preemption only adds time.
+BURSTS = 8
+
+
+def calibrate(device: torch.device, calls: int = 1000, repeats: int = 5, profiled_calls: int = 300) -> Calibration:
+    """Per-event prices on ``device``, one set per repeat; the workloads take turns within each repeat.
+
+    Timed on one CPU thread: nil-width ops have no work to share, and more threads only add OpenMP's
+    waits, each as long as the scheduler keeps a thread off a core.
+    """
+    quiet_kineto()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _calibrate(device, calls, repeats, profiled_calls)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _calibrate(device: torch.device, calls: int, repeats: int, profiled_calls: int) -> Calibration:
+    sync = device_sync(device)  # the case's own GPU, not the current one
+    workloads = _workloads(device)
+    for workload in workloads:
+        for _ in range(100):  # warm the allocator, the autograd graph and the caches
+            workload.run()
+    counted = _count_events(workloads, device, profiled_calls)
+    results = []
+    for _ in range(repeats):
+        cost_us = {}
+        for workload in workloads:
+            n = max(1, workload.iterations(calls) // BURSTS)  # a dear loop's fewer iterations take about as long
+            bursts = []
+            for _ in range(BURSTS):
+                # Each burst starts on an idle GPU and is timed without waiting for its kernels: a burst
+                # is shorter than a GPU's launch queue, so the clock sees the host's cost per op, not the
+                # GPU's throughput for tiny kernels. (On a CPU the sync is a no-op.)
+                sync()
+                start = time.perf_counter_ns()
+                for _ in range(n):
+                    workload.run()
+                bursts.append((time.perf_counter_ns() - start) / n / 1e3)
+            sync()
+            cost_us[workload.name] = min(bursts)
+        results.append(prices_from_timings(counted, cost_us))
+    return Calibration(repeats=tuple(results), step_gap_us=_step_gap_us(device), probe_us=_warm_probe_us())

@@ -1,0 +1,210 @@
+"""What the kernel saw of this process's threads: time on a CPU, time runnable but waiting for one, per step.
+
+Linux keeps, for every thread, the nanoseconds it sat runnable on a run queue, waiting for a CPU
+(``/proc/self/task/<tid>/schedstat``; the kernel's CONFIG_SCHED_INFO), and each thread's CPU time
+(``CLOCK_THREAD_CPUTIME_ID``). Read at step boundaries they split each step's wall time on the step's own
+thread into *on a CPU*, *waiting for a CPU* (the machine was busy: not the model's cost) and *neither*
+(blocked: sleep, I/O, a lock, a wait on another thread or process), and they say how long the process's
+other threads (the intra-op pool) waited. Each file is kept open and re-read at offset 0, a couple of
+microseconds a thread. Where the kernel has no
+such files, the process's CPU time against wall time is the fallback: it cannot tell waiting from blocked.
+
+Around the measured windows the machine's load is read too (``MachineGauge``): its CPU pressure
+(``/proc/pressure/cpu``: the share of time some task waited for a CPU), and the CPU time every other
+process (and the hypervisor's steal) took (``/proc/stat``), which slows a step without making it wait:
+on a core's hardware sibling, or through shared caches and memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import threading
+import time
+
+SCHEDSTAT = "schedstat"
+PROCESS_TIME = "process CPU time"  # the fallback: no split between waiting and blocked
+PSI_CPU = "/proc/pressure/cpu"
+
+
+def clock_method() -> str:
+    """How this process's threads are timed here: ``SCHEDSTAT``, or ``PROCESS_TIME`` where the kernel has no schedstat."""
+    return SCHEDSTAT if os.path.exists(f"/proc/self/task/{threading.get_native_id()}/{SCHEDSTAT}") else PROCESS_TIME
+
+
+@dataclasses.dataclass(frozen=True)
+class Sample:
+    """One reading: the wall clock, the step thread's CPU and wait, and the other threads' wait, in ns."""
+
+    wall_ns: int
+    main_cpu_ns: int
+    main_wait_ns: int
+    others_wait_ns: int
+
+
+class ThreadClock:
+    """This process's threads' scheduler times, read cheaply and often (see the module docstring).
+
+    Made on the thread that runs the steps. ``refresh`` picks up threads started since (the intra-op
+    pool starts with the first parallel op); a thread that ended keeps the times it had.
+    """
+
+    def __init__(self) -> None:
+        self.main = threading.get_native_id()
+        self.method = clock_method()
+        self._files: dict[int, int] = {}
+        self._ended: dict[int, int] = {}  # the wait of threads gone, so totals never go back
+        self._last: dict[int, tuple[int, int]] = {}
+        self.refresh()
+
+    def refresh(self) -> None:
+        if self.method != SCHEDSTAT:
+            return
+        with contextlib.suppress(OSError):
+            for name in os.listdir("/proc/self/task"):
+                tid = int(name)
+                if tid not in self._files:
+                    with contextlib.suppress(OSError):
+                        self._files[tid] = os.open(f"/proc/self/task/{tid}/{SCHEDSTAT}", os.O_RDONLY | os.O_CLOEXEC)
+
+    def _read(self, tid: int, fd: int) -> tuple[int, int]:
+        try:
+            fields = os.pread(fd, 96, 0).split()
+            self._last[tid] = (int(fields[0]), int(fields[1]))
+        except (OSError, ValueError, IndexError):  # the thread ended: its last reading stands
+            os.close(self._files.pop(tid))
+            self._ended[tid] = self._last.get(tid, (0, 0))[1]
+        return self._last.get(tid, (0, 0))
+
+    def sample(self) -> Sample:
+        """Now: the wall clock, the step thread's CPU time (its own clock: schedstat's runtime moves only at
+        scheduler ticks), and every thread's time waiting for a CPU (which the kernel adds as each wait ends)."""
+        wall, cpu = time.perf_counter_ns(), time.thread_time_ns()
+        if self.method != SCHEDSTAT:
+            return Sample(wall, cpu, 0, 0)
+        main_wait = others = 0
+        for tid, fd in list(self._files.items()):
+            wait = self._read(tid, fd)[1]
+            if tid == self.main:
+                main_wait = wait
+            else:
+                others += wait
+        return Sample(wall, cpu, main_wait, others + sum(self._ended.values()))
+
+    def close(self) -> None:
+        for fd in self._files.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._files.clear()
+
+
+class StepAccount:
+    """A ``StepTimer`` after-step hook that samples the clock at every step boundary.
+
+    ``start`` takes the reading before the first step; each call afterwards ends a step. ``steps`` are
+    (wall, main thread on a CPU, main thread waiting, other threads waiting) per step, in ns.
+    """
+
+    def __init__(self, clock: ThreadClock | None = None) -> None:
+        self.clock = clock or ThreadClock()
+        self.steps: list[tuple[int, int, int, int]] = []
+        self._previous: Sample | None = None
+
+    def start(self) -> None:
+        self.clock.refresh()
+        self._previous = self.clock.sample()
+
+    def __call__(self) -> None:
+        now = self.clock.sample()
+        if self._previous is not None:
+            p = self._previous
+            self.steps.append((now.wall_ns - p.wall_ns, now.main_cpu_ns - p.main_cpu_ns,
+                               now.main_wait_ns - p.main_wait_ns, now.others_wait_ns - p.others_wait_ns))  # fmt: skip
+        self._previous = now
+
+
+@dataclasses.dataclass(frozen=True)
+class MachineLoad:
+    """What else the machine did while some steps ran."""
+
+    pressure_pct: float | None  # PSI's share of the time some task waited for a CPU; None without PSI
+    other_work_pct: float | None  # CPU time of every other process (and the hypervisor's steal), in % of the machine's
+    load_average: float | None
+
+
+class MachineGauge:
+    """The machine's load from when it was made to when it is read (see ``MachineLoad``)."""
+
+    def __init__(self) -> None:
+        self.start = (cpu_pressure_us(), busy_ticks(), _own_cpu_s(), time.perf_counter_ns())
+
+    def read(self) -> MachineLoad:
+        pressure, busy, own, wall = cpu_pressure_us(), busy_ticks(), _own_cpu_s(), time.perf_counter_ns()
+        p0, b0, o0, w0 = self.start
+        wall_s = max(1e-9, (wall - w0) / 1e9)
+        pct = None if pressure is None or p0 is None else 100.0 * (pressure - p0) / 1e6 / wall_s
+        others = None
+        if busy is not None and b0 is not None:
+            others_s = (busy - b0) / TICKS_PER_S - (own - o0)
+            others = max(0.0, 100.0 * others_s / (wall_s * (os.cpu_count() or 1)))
+        return MachineLoad(pct, others, load_average())
+
+
+TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def busy_ticks() -> int | None:
+    """Every CPU's busy time since boot, in clock ticks: user, nice, system, interrupts and steal (/proc/stat)."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stream:
+            fields = stream.readline().split()
+    except OSError:
+        return None
+    # cpu user nice system idle iowait irq softirq steal guest guest_nice (guest time is within user)
+    user, nice, system, _, _, irq, softirq, steal = (int(value) for value in fields[1:9])
+    return user + nice + system + irq + softirq + steal
+
+
+def _own_cpu_s() -> float:
+    usage = os.times()
+    return usage.user + usage.system
+
+
+def cpu_pressure_us() -> int | None:
+    """The kernel's running total of microseconds some task waited for a CPU; None without PSI."""
+    try:
+        with open(PSI_CPU, encoding="ascii") as stream:
+            some = stream.readline().split()
+    except OSError:
+        return None
+    return int(some[-1].partition("=")[2]) if some and some[0] == "some" else None
+
+
+BUSY_PRESSURE_PCT = 10.0  # PSI's avg10 above which the machine counts as busy before a sweep starts
+
+
+def busy_machine(threads: int) -> str | None:
+    """Why the machine is too busy for ``threads`` intra-op threads a case to run undisturbed, or None.
+
+    Busy: fewer idle CPUs than the case's threads (by the 1-minute load average), or CPU pressure (PSI's
+    10-second average) above BUSY_PRESSURE_PCT.
+    """
+    cpus, load = os.cpu_count() or 1, load_average()
+    try:
+        with open(PSI_CPU, encoding="ascii") as stream:
+            pressure: float | None = float(stream.readline().split()[1].partition("=")[2])
+    except (OSError, ValueError, IndexError):
+        pressure = None
+    if (load is None or load + threads <= cpus) and (pressure is None or pressure <= BUSY_PRESSURE_PCT):
+        return None
+    shown = [f"load average {load:.1f} on {cpus} CPUs"] if load is not None else []
+    shown += [f"CPU pressure {pressure:.0f}%"] if pressure is not None else []
+    return ", ".join(shown)
+
+
+def load_average() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None

@@ -1,0 +1,73 @@
+"""How figures and tables are written, for text and HTML alike: a table's columns are declared once, as data."""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from tabulate import tabulate
+
+from torchbenchmark.results.schema import format_ms
+
+
+def number(value: float | None, digits: int) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+def significant(value: float | None) -> str:
+    """Step times span 0.01 ms to seconds: three significant figures, never scientific notation."""
+    return "" if value is None else format_ms(value)
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 case``, ``2 cases``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with control characters (C0, DEL, C1) shown as escapes: text from a model never drives a terminal."""
+    return "".join(f"\\x{ord(c):02x}" if ord(c) < 0x20 and c not in "\n\t" or 0x7F <= ord(c) < 0xA0 else c for c in text)
+
+
+@dataclasses.dataclass(frozen=True)
+class Column:
+    """One column of a table: its header, its cell for a row, whether it is a number (right-aligned)."""
+
+    header: str
+    cell: Callable[[Any], str]
+    numeric: bool = True
+    html: Callable[[Any], str] | None = None  # the cell as HTML (links); None: the text cell, escaped
+
+
+def render_columns(columns: Sequence[Column], rows: Iterable[Any]) -> str:
+    """Any text table of this package: the given columns over the given rows, with tabulate."""
+    cells = [[escape_controls(column.cell(row)) for column in columns] for row in rows]
+    return tabulate(
+        cells,
+        headers=[column.header for column in columns],
+        tablefmt="simple",
+        colalign=["right" if column.numeric else "left" for column in columns],
+        disable_numparse=True,
+    )
+
+
+def render_columns_html(
+    columns: Sequence[Column], rows: Iterable[Any], row_id: Callable[[Any], str] | None = None, kind: str = "sortable"
+) -> str:
+    """The same table as an HTML ``<table>``; a numeric column's cells are right-aligned."""
+
+    def align(column: Column) -> str:
+        return ' class="num"' if column.numeric else ""
+
+    def cell(column: Column, row: Any) -> str:
+        content = column.html(row) if column.html else html.escape(column.cell(row))
+        return f"<td{align(column)}>{content}</td>"
+
+    head = "".join(f'<th{align(c)} scope="col">{html.escape(c.header)}</th>' for c in columns)
+    body = []
+    for row in rows:
+        anchor = f' id="{html.escape(row_id(row))}"' if row_id else ""
+        body.append(f"<tr{anchor}>" + "".join(cell(column, row) for column in columns) + "</tr>")
+    return f'<table class="{kind}">\n<thead><tr>{head}</tr></thead>\n<tbody>\n' + "\n".join(body) + "\n</tbody>\n</table>"

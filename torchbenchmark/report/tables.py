@@ -1,0 +1,213 @@
+"""Every text table beside the summary: a comparison, a case's top ops, ``--list``, ``check``, a merge's sources."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from tabulate import tabulate
+
+from torchbenchmark.analyze.compare import CaseComparison, Comparison, shown_pct
+from torchbenchmark.analyze.opdiff import OpDiff
+from torchbenchmark.analyze.steps import TraceSummary
+from torchbenchmark.report.format import Column, escape_controls, plural, render_columns, significant
+from torchbenchmark.results.schema import EAGER, Attribution, Call, OverheadShare
+
+
+def _ratio(value: float) -> str:
+    """A ratio as read: beyond 1000x either way a figure says nothing more than that."""
+    if value > 1000:
+        return "> 1000"
+    return "< 0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def _interval(case: CaseComparison) -> str:
+    estimate = case.estimate
+    return "" if estimate is None else f"{_ratio(estimate.low)} to {_ratio(estimate.high)}"
+
+
+def _verdicts(case: CaseComparison) -> str:
+    if case.base_verdict == case.new_verdict or case.call in (Call.ONLY_IN_BASE, Call.ONLY_IN_NEW):
+        return case.new_verdict or case.base_verdict or ""
+    return f"{case.base_verdict or '-'} -> {case.new_verdict or '-'}"
+
+
+COMPARISON_COLUMNS: tuple[Column, ...] = (
+    Column("call", lambda c: str(c.call), numeric=False),
+    Column("model", lambda c: c.model, numeric=False),
+    Column("mode", lambda c: c.mode, numeric=False),
+    Column("device", lambda c: c.device, numeric=False),
+    Column("base ms", lambda c: significant(c.base_ms)),
+    Column("new ms", lambda c: significant(c.new_ms)),
+    Column("new/base", lambda c: "" if c.estimate is None else _ratio(c.estimate.ratio)),
+    Column("95% interval", _interval),
+    Column("n", lambda c: "" if c.estimate is None else f"{c.estimate.n_base}/{c.estimate.n_new}"),
+    Column("catches", lambda c: "" if c.detectable_pct is None else shown_pct(c.detectable_pct)),
+    Column("verdict", _verdicts, numeric=False),
+    Column("note", lambda c: "; ".join(c.notes), numeric=False),
+)
+COMPARISON_VARIANT = Column("variant", lambda c: c.variant, numeric=False)
+
+
+def comparison_columns(comparison: Comparison) -> list[Column]:
+    columns = list(COMPARISON_COLUMNS)
+    if any(case.variant != EAGER for case in comparison.cases):
+        columns.insert(4, COMPARISON_VARIANT)
+    return columns
+
+
+def comparison_tally(comparison: Comparison) -> str:
+    counts = ", ".join(f"{n} {call}" for call, n in comparison.counts().items())
+    return f"{plural(len(comparison.cases), 'case')}: {counts}"
+
+
+def render_comparison(comparison: Comparison) -> str:
+    """The comparison of two runs as text: regressions first, then a line on how to read it."""
+    lines = [f"base: {comparison.base}", f"new:  {comparison.new}", comparison_tally(comparison)]
+    if comparison.detectable_pct is not None:
+        lines.append(f"catches: slowdowns of {shown_pct(comparison.detectable_pct)} or more, 9 times in 10, in the median case")
+    lines += [f"note: {note}" for note in comparison.notes]
+    return (
+        escape_controls("\n".join(lines)) + "\n\n" + render_columns(comparison_columns(comparison), comparison.cases) + "\n\n"
+        "new/base: ratio of median step times (per-process medians, geometric mean), with its 95% interval; "
+        "n: processes per side; catches: the smallest slowdown a comparison measured alike calls slower 9 times in 10.\n"
+        f"slower/faster: past the {comparison.threshold_pct:g}% threshold and outside noise "
+        "(the interval excludes 1); same: within the threshold or within noise; inconclusive: a side is marked, "
+        "or the case cannot see a slowdown of 4x the threshold.\n" + ("\n" + ops if (ops := render_op_diffs(comparison)) else "")
+    )
+
+
+OP_DIFF_COLUMNS = (
+    Column("op", lambda o: o.name, numeric=False),
+    Column("base self µs/step", lambda o: f"{o.base_us_per_step:.1f}"),
+    Column("new self µs/step", lambda o: f"{o.new_us_per_step:.1f}"),
+    Column("change µs", lambda o: f"{o.change_us_per_step:+.1f}"),
+    Column("total change µs", lambda o: f"{o.change_total_us_per_step:+.1f}"),
+    Column("base calls/step", lambda o: f"{o.base_calls_per_step:g}"),
+    Column("new calls/step", lambda o: f"{o.new_calls_per_step:g}"),
+)
+
+
+def events_change(diff: OpDiff) -> str:
+    """``call 120 -> 220, nested 40 -> 40, autograd 0 -> 0``: each kind's op events per step, base then new."""
+    return ", ".join(f"{kind} {base:.0f} -> {new:.0f}" for kind, (base, new) in diff.events_per_step.items())
+
+
+def render_op_diffs(comparison: Comparison) -> str:
+    """Under each case whose ops were read: the ops that moved most, those on one side only, the events by kind."""
+    blocks = []
+    for case in comparison.cases:
+        head = f"ops that moved: {case.model} {case.mode} {case.device}" + ("" if case.variant == EAGER else f" {case.variant}")
+        head += f" ({case.call})"
+        if case.ops_note:
+            blocks.append(f"{head}: {case.ops_note}")
+        if case.ops is None:
+            continue
+        lines = [head, render_columns(OP_DIFF_COLUMNS, case.ops.ops)]
+        for side, names in (("base", case.ops.only_in_base), ("new", case.ops.only_in_new)):
+            if names:
+                lines.append(f"only in {side}: {', '.join(names)}")
+        lines.append(f"op events per step: {events_change(case.ops)}")
+        blocks.append("\n".join(lines))
+    return escape_controls("\n\n".join(blocks)) + "\n" if blocks else ""
+
+
+def render_top_ops(title: str, summary: TraceSummary) -> str:
+    """A case's ``.top_ops.txt``: its top ops by self time (on a GPU, also the kernel time each launched)."""
+    kernel = summary.gpu is not None
+    table = tabulate(
+        [
+            (op.name, op.self_ms_per_step, *([op.kernel_ms_per_step] if kernel else []), op.calls_per_step, op.pct_of_step)
+            for op in summary.top_ops
+        ],
+        headers=["op", "self ms/step", *(["kernel ms/step"] if kernel else []), "calls/step", "% of step"],
+        floatfmt=(".0f", ".3f", *([".3f"] if kernel else []), ".1f", ".1f"),
+    )
+    by = "self time or launched kernel time" if kernel else "self time"
+    return f"{title}: top ops by {by} in the light profile\n\n{table}\n"
+
+
+def _share_name(share: OverheadShare) -> str:
+    return share.name if share.part in ("module", "class", "line") else f"({share.name})"
+
+
+SHARE_COLUMNS = (
+    Column("events/step", lambda s: f"{s.events_per_step:.1f}" if s.part != "unattributed" else ""),
+    Column("µs/step", lambda s: f"{s.overhead_us_per_step:.1f}"),
+    Column("% of estimate", lambda s: f"{s.pct_of_estimate:.1f}"),
+)
+MODULE_COLUMNS = (
+    Column("module", _share_name, numeric=False),
+    Column("class", lambda s: s.module_class or "", numeric=False),
+    *SHARE_COLUMNS,
+)
+
+
+def share_columns(part: str) -> tuple[Column, ...]:
+    """The columns of one attribution list: a module's path and class, or a class, or a line."""
+    return MODULE_COLUMNS if part == "module" else (Column(part, _share_name, numeric=False), *SHARE_COLUMNS)
+
+
+def render_attribution(title: str, attribution: Attribution) -> str:
+    """A case's ``.overhead_by_module.txt``: its estimated overhead by module, by module class and by line."""
+    lines = [f"{title}: the estimated overhead by where it ran, from the detailed profile (docs/explain.md)"]
+    if attribution.attribution_note:
+        lines.append(f"note: {attribution.attribution_note}")
+    for part, shares in (
+        ("module", attribution.overhead_by_module),
+        ("class", attribution.overhead_by_class),
+        ("line", attribution.overhead_by_line),
+    ):
+        if shares:
+            lines += ["", render_columns(share_columns(part), shares)]
+    return escape_controls("\n".join(lines)) + "\n"
+
+
+@dataclasses.dataclass(frozen=True)
+class Listed:
+    """One line of ``--list``: a model, what it declares, and whether it can run here."""
+
+    model: str
+    family: str = ""
+    annotated: bool | None = None
+    batch_sizes: tuple[int, int, int, int] | None = None  # cpu train, cpu eval, cuda train, cuda eval
+    available: str = "yes"  # or why not
+
+
+LIST_COLUMNS = (
+    Column("model", lambda m: m.model, numeric=False),
+    Column("family", lambda m: m.family, numeric=False),
+    Column("annotated", lambda m: "" if m.annotated is None else "yes" if m.annotated else "no", numeric=False),
+    *(
+        Column(header, lambda m, i=i: "" if m.batch_sizes is None else str(m.batch_sizes[i]))
+        for i, header in enumerate(("cpu train", "cpu eval", "cuda train", "cuda eval"))
+    ),
+    Column("available", lambda m: m.available, numeric=False),
+)
+
+
+def render_list(models: Sequence[Listed]) -> str:
+    return render_columns(LIST_COLUMNS, models)
+
+
+CHECK_COLUMNS = (
+    Column("model", lambda o: o.model, numeric=False),
+    Column("mode", lambda o: o.mode, numeric=False),
+    Column("rule", lambda o: o.rule, numeric=False),
+    Column("result", lambda o: o.result, numeric=False),
+    Column("detail", lambda o: o.detail, numeric=False),
+)
+
+
+def render_check(outcomes: Sequence[Any], broken: str) -> str:
+    """``check``'s table of every rule checked, then one line per broken rule and the verdict."""
+    failed = [o for o in outcomes if o.result == broken]
+    lines = [render_columns(CHECK_COLUMNS, outcomes), ""]
+    if failed:
+        lines.append(f"{plural(len(failed), 'rule')} broken:")
+        lines.extend(f"  {' '.join(filter(None, (o.model, o.mode)))}: {o.rule}: {escape_controls(o.detail)}" for o in failed)
+        lines.append("The contract: docs/adding-a-model.md.")
+    else:
+        lines.append("every rule holds")
+    return "\n".join(lines)

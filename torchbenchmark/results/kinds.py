@@ -1,0 +1,89 @@
+"""The vocabulary of results: modes, statuses, verdicts, comparison calls, the marks' thresholds, and the
+base every result dataclass shares for its JSON."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from torchbenchmark.results.codec import decode_object, encode
+
+MODES = ("train", "eval")
+PHASES = ("forward", "backward", "optimizer")  # the record_function labels of a step, pinned
+EAGER = "eager"  # the variant of a row that runs the model as it is
+
+
+class Status(enum.StrEnum):
+    """How a case ended; its value is its name in lower case (``ok``, ``failed``, ...)."""
+
+    OK = enum.auto()
+    FAILED = enum.auto()
+    TIMEOUT = enum.auto()
+    SKIPPED = enum.auto()  # the model declined the mode, or the variant does not apply
+    INTERRUPTED = enum.auto()
+
+
+FAILURES = (Status.FAILED, Status.TIMEOUT)
+
+
+class Verdict(enum.StrEnum):
+    """What limits a step: from the highest overhead share to the lowest, or (on a CPU) what it waits for."""
+
+    DISPATCH_BOUND = "dispatch-bound"
+    MIXED = "mixed"
+    COMPUTE_BOUND = "compute-bound"
+    BLOCKED = "blocked"  # off the CPU half the step or more: neither faster kernels nor fewer ops help
+
+
+class Call(enum.StrEnum):
+    """What ``compare`` calls a case, in the order a comparison lists them: regressions first."""
+
+    SLOWER = "slower"
+    NEW_FAILURE = "new failure"
+    INCONCLUSIVE = "inconclusive"  # the measurement could not see a slowdown worth gating on, or a side is marked
+    FASTER = "faster"
+    FIXED = "fixed"
+    VERDICT_CHANGED = "verdict changed"
+    SAME = "same"
+    NOT_COMPARED = "not compared"
+    ONLY_IN_BASE = "only in base"
+    ONLY_IN_NEW = "only in new"
+
+
+REGRESSIONS = (Call.SLOWER, Call.NEW_FAILURE)
+
+
+# An ok row's figure is not to be trusted when its steps' interquartile range exceeds this share of
+# their median: its steps disagree by more than the differences a comparison would look for.
+UNTRUSTWORTHY_IQR_FRACTION = 0.25
+# Fewer measured steps than this give no spread worth the name (one step reads as IQR 0).
+MIN_STEPS_FOR_SPREAD = 3
+# Contended: other work on the machine stretched so many steps (their threads waited for a CPU) that
+# fewer than this share of them, or fewer than MIN_STEPS_FOR_SPREAD, ran clean (analyze.timesplit).
+MIN_CLEAN_FRACTION = 0.2
+# Contended also needs waits worth the name: a row's threads waited at least this share of its measured
+# (or profiled) steps for a CPU. Quiet, they waited at most 1.3% of the measured steps and 3.5% of the
+# profiled ones, where a long step's few profiled steps can each pass CLEAN_WAIT_FRACTION; loaded, 92% and
+# more (benchmarks/RESULTS.md, Marks quality).
+CONTENDED_WAIT_PCT = 5.0
+# Other processes' CPU time, in % of the machine's, above which steps run slower than on a quiet machine
+# without waiting for a CPU (on a hardware sibling of their core, through shared caches and memory).
+OTHER_WORK_AT_PCT = 25.0
+
+
+def format_ms(value: float) -> str:
+    """Three significant figures and never scientific notation: step times span 0.01 ms to seconds."""
+    if abs(value) < 1:
+        return f"{value:.3g}" if value == 0 or abs(value) >= 1e-4 else f"{value:.6f}".rstrip("0")
+    return f"{value:.{max(0, 3 - len(str(int(abs(value)))))}f}"
+
+
+class Record:
+    """JSON in and out through ``results.codec``, for every dataclass of the schema."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return encode(self)  # type: ignore[no-any-return]
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "") -> Any:
+        return decode_object(cls, data, where)

@@ -1,0 +1,176 @@
+"""What a diagnostics case is: ``CaseResult``, one row of the summary, made of the parts in ``results.parts``.
+
+Its JSON form is the pinned summary.json row. This module is where the results' names are imported from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from torchbenchmark.results.codec import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, SchemaError, decode_object, json_field
+from torchbenchmark.results.kinds import (
+    EAGER,
+    FAILURES,
+    MIN_CLEAN_FRACTION,
+    MIN_STEPS_FOR_SPREAD,
+    MODES,
+    OTHER_WORK_AT_PCT,
+    PHASES,
+    REGRESSIONS,
+    UNTRUSTWORTHY_IQR_FRACTION,
+    Call,
+    Record,
+    Status,
+    Verdict,
+    format_ms,
+)
+from torchbenchmark.results.parts import (
+    Accuracy,
+    Attribution,
+    CompileReport,
+    Costs,
+    Dispatch,
+    Distortion,
+    Distributed,
+    GpuEvidence,
+    GraphBreak,
+    Measurement,
+    OverheadBound,
+    OverheadShare,
+    RankFigures,
+    RemedyReport,
+    Samples,
+    Scaling,
+    StepTime,
+    TimeSplit,
+    TopOp,
+    Traces,
+    Warmup,
+    enough_clean,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class CaseResult(Record):
+    """One model x mode x device x variant: its status, and its figures when it ran. One row of the summary."""
+
+    model: str
+    mode: str
+    device: str
+    status: Status
+    variant: str = EAGER  # eager, or the variant's name: part of the row's key
+    run_id: str | None = None  # the run record this row came from
+    batch_size: int | None = json_field(default=None, bound=AT_LEAST_ONE)
+    error: str | None = None  # one line: why the case did not end ok
+    family: str | None = None
+    step_time: StepTime | None = json_field(key="step_time_ms", default=None)
+    distortion: Distortion = json_field(key="profiler_distortion_pct", default=Distortion())
+    edge_distortion_pct: float | None = None
+    phases_pct: dict[str, float] | None = json_field(default=None, bound=NON_NEGATIVE)  # None: unannotated
+    dispatch: Dispatch | None = None
+    gpu_busy_pct: float | None = json_field(default=None, bound=NON_NEGATIVE)
+    gpu: GpuEvidence | None = None  # None on a CPU
+    top_ops: tuple[TopOp, ...] = ()
+    traces: Traces = Traces()
+    log: str | None = None  # the case's full log, relative to the output folder
+    warmup: Warmup = Warmup()
+    measurement: Measurement = Measurement()
+    time_split: TimeSplit | None = None  # what the kernel saw of the measured steps; None where not measured
+    timings_s: dict[str, float] = json_field(default_factory=dict, bound=NON_NEGATIVE)  # where the wall time went
+    samples: Samples = Samples()
+    compile: CompileReport | None = None  # a compiled variant's row: what compiling cost and made
+    speedup_vs_eager: float | None = json_field(default=None, bound=POSITIVE)  # from windows in one process
+    remedy: RemedyReport | None = json_field(omit_none=True, default=None)  # a precision or channels_last variant's row
+    costs: Costs | None = json_field(inline=True, default=None)
+    bound: OverheadBound | None = json_field(inline=True, default=None)  # what removing the overhead would buy
+    attribution: Attribution | None = json_field(inline=True, default=None)  # where the overhead lives
+    distributed: Distributed | None = json_field(omit_none=True, default=None)  # --ddp N only
+    extra: dict[str, Any] = json_field(extra=True, default_factory=dict)  # keys this version does not know: kept
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.status, Status):
+            object.__setattr__(self, "status", Status(self.status))
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """What identifies a case across runs: a later row with the same key supersedes an earlier one."""
+        return (self.model, self.mode, self.device, self.variant)
+
+    @property
+    def untrustworthy_reasons(self) -> tuple[str, ...]:
+        """Why this row's step time is not to be trusted; empty when it is (or when it has none)."""
+        reasons = []
+        if self.warmup.steady is False:
+            reasons.append("warmup not steady")
+        if self.measurement.agree is False:
+            apart = "" if self.measurement.diff_pct is None else f" {self.measurement.diff_pct:.0f}%"
+            reasons.append(f"noisy: windows{apart} apart")
+        step = self.step_time
+        if step is not None:
+            if step.iqr_ms > UNTRUSTWORTHY_IQR_FRACTION * step.median_ms:
+                reasons.append(f"IQR {100 * step.iqr_ms / step.median_ms:.0f}% of the median")
+            if step.n < MIN_STEPS_FOR_SPREAD:
+                reasons.append(f"only {step.n} step{'' if step.n == 1 else 's'} measured: no spread")
+        if self.time_split is not None:
+            reasons.extend(self.time_split.contended)
+        return tuple(reasons)
+
+    def headline(self) -> str:
+        """One readable line: the case, then its figures or why it has none, and whether to trust them."""
+        head = f"{self.model} {self.mode} {self.device}" + ("" if self.variant == EAGER else f" {self.variant}")
+        if self.batch_size is not None:
+            head += f" bs={self.batch_size}"
+        if self.status != Status.OK or self.step_time is None:
+            return f"{head}: {self.status}" + (f" ({self.error})" if self.error else "")
+        figures = f"{format_ms(self.step_time.median_ms)} ms/step (IQR {format_ms(self.step_time.iqr_ms)} ms)"
+        if self.dispatch is not None:
+            figures += f", {self.dispatch.verdict} (overhead {self.dispatch.overhead_fraction:.0%}"
+            if self.dispatch.verdict == Verdict.BLOCKED and self.time_split is not None:
+                figures += f", blocked {self.time_split.blocked_pct:.0f}%"
+            figures += ", borderline)" if self.dispatch.borderline else ")"
+        if self.bound is not None:
+            figures += f", removing it bounds {self.bound.speedup_bound:.3g}x"
+        if self.attribution is not None and (top := self.attribution.top("module")) is not None:
+            figures += f", most in {top.name} ({top.pct_of_estimate:.0f}%)"
+        if self.speedup_vs_eager is not None:
+            figures += f", {self.speedup_vs_eager:.2f}x eager"
+        if self.untrustworthy_reasons:
+            figures += f"; UNTRUSTWORTHY: {'; '.join(self.untrustworthy_reasons)}"
+        if self.costs is not None and self.costs.flops_partial:
+            figures += f"; FLOPs partial, not counted: {', '.join(self.costs.flops_uncounted)}"
+        return f"{head}: {figures}"
+
+    def __repr__(self) -> str:
+        return f"CaseResult({self.headline()})"
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "") -> CaseResult:
+        if isinstance(data, dict):
+            missing = [name for name in ("model", "mode", "device", "status") if not isinstance(data.get(name), str)]
+            if missing:
+                shown = " ".join(str(data.get(name, "?")) for name in ("model", "mode", "device"))
+                raise SchemaError(f"{where or 'row ' + shown} has no {', '.join(missing)}")
+        return decode_object(cls, data, where)  # type: ignore[no-any-return]
+
+
+def sort_rows(rows: Any) -> list[CaseResult]:
+    """Rows by model (case-insensitively), mode, device, then eager before other variants."""
+    return sorted(rows, key=lambda r: (r.model.lower(), r.mode, r.device, r.variant != EAGER, r.variant))
+
+
+def tally(rows: Any) -> str:
+    """``2 failed, 5 ok``: how many rows have each status."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[str(row.status)] = counts.get(str(row.status), 0) + 1
+    return ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "none"
+
+
+__all__ = [
+    "EAGER", "FAILURES", "MIN_CLEAN_FRACTION", "MIN_STEPS_FOR_SPREAD", "MODES", "OTHER_WORK_AT_PCT", "PHASES", "REGRESSIONS",
+    "UNTRUSTWORTHY_IQR_FRACTION", "Accuracy", "Attribution", "Call", "CaseResult", "CompileReport", "Costs", "Dispatch",
+    "Distortion", "Distributed", "GpuEvidence", "GraphBreak", "Measurement", "OverheadBound", "OverheadShare", "RankFigures",
+    "Record", "RemedyReport", "Samples", "Scaling", "Status", "StepTime", "TimeSplit", "TopOp", "Traces", "Verdict", "Warmup",
+    "enough_clean", "format_ms", "sort_rows", "tally",
+]  # fmt: skip

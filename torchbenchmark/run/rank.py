@@ -1,0 +1,340 @@
+"""One rank of a DistributedDataParallel train case: ``python -m torchbenchmark.run.rank`` under torchrun.
+
+Each rank builds the model, wraps its module in DDP, characterises its steps with the single-process
+harness (every decision the harness takes from a clock is agreed between ranks, since a DDP step is a
+collective), profiles them into a trace of its own, and rank 0 gathers every rank's figures into the
+case's row. Launched by ``run.ddp`` it reports to the case's scratch folder; under a multi-node
+``torchrun`` of the user's (``python -m torchbenchmark.distributed MODEL``) rank 0 writes a run record.
+A rank asks the kernel to kill it when torchrun dies.
+"""
+
+from __future__ import annotations
+
+import os
+
+PARENT_PID = os.getppid()  # before the heavy imports: a rank checks its launcher is still this one
+
+import argparse  # noqa: E402
+import ctypes  # noqa: E402
+import dataclasses  # noqa: E402
+import datetime  # noqa: E402
+import faulthandler  # noqa: E402
+import json  # noqa: E402
+import logging  # noqa: E402
+import shlex  # noqa: E402
+import signal  # noqa: E402
+import socket  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+from torchbenchmark.analyze import pricing, verdict  # noqa: E402
+from torchbenchmark.analyze.comm import summarize_comm  # noqa: E402
+from torchbenchmark.analyze.overhead import overhead_events_of_trace  # noqa: E402
+from torchbenchmark.analyze.stats import relative_change_pct  # noqa: E402
+from torchbenchmark.analyze.steps import TraceSummary, summarize_trace  # noqa: E402
+from torchbenchmark.analyze.trace import load_events  # noqa: E402
+from torchbenchmark.measure.calibration import calibrate  # noqa: E402
+from torchbenchmark.measure.environment import collect_environment  # noqa: E402
+from torchbenchmark.measure.harness import Characterisation, Pace, characterise  # noqa: E402
+from torchbenchmark.measure.profiling import run_profile  # noqa: E402
+from torchbenchmark.measure.steady import steady_process  # noqa: E402
+from torchbenchmark.registry import meta_of, model_class  # noqa: E402
+from torchbenchmark.results.files import write_atomic  # noqa: E402
+from torchbenchmark.results.records import RunRecord, RunState, new_run_id, timestamp  # noqa: E402
+from torchbenchmark.results.schema import (  # noqa: E402
+    CaseResult,
+    Dispatch,
+    Distortion,
+    Distributed,
+    Measurement,
+    RankFigures,
+    Samples,
+    Status,
+    StepTime,
+    Traces,
+    Warmup,
+)
+from torchbenchmark.results.spec import DEFAULT_OUT, Budget, CaseRequest, CaseSpec  # noqa: E402
+from torchbenchmark.run import ddp, outdir  # noqa: E402
+from torchbenchmark.run.failures import describe_failure  # noqa: E402
+
+log = logging.getLogger(__name__)
+BACKENDS = {"cpu": "gloo", "cuda": "nccl"}
+OVERLAP_THRESHOLD_PCT = 10.0  # comm_overlaps_backward: at least this share of collective time hidden by compute
+
+
+class _Status:
+    """This rank's pid, phase (and the harness's step within it) and collectives entered, in
+    ``rank<R>.status.json`` (nowhere without a scratch folder)."""
+
+    def __init__(self, scratch: Path | None, rank: int) -> None:
+        self.path = None if scratch is None else ddp.status_path(scratch, rank)
+        self.phase = "start"
+        self.detail = ""
+        self.collectives = 0
+
+    def __call__(self, phase: str | None = None) -> None:
+        if phase and phase != self.phase:
+            self.phase, self.detail = phase, ""
+        if self.path is not None:
+            status = {"pid": os.getpid(), "phase": self.phase, "detail": self.detail, "collectives": self.collectives}
+            write_atomic(self.path, json.dumps(status))
+
+    def announce(self, detail: str) -> None:
+        """The harness's own phase within this one (warming up, measuring window k): the launcher shows it."""
+        self.detail = detail
+        self()
+
+
+def _die_with_launcher() -> None:
+    """Ask Linux to SIGKILL this rank when torchrun dies (killed with the case), and exit if it already has."""
+    if sys.platform != "linux":
+        return
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != PARENT_PID:
+        os._exit(1)
+
+
+def _agree(device: torch.device, status: _Status) -> Any:
+    """The harness's ``Agree`` across the process group: the element-wise max over every rank."""
+
+    def agree(values: Sequence[float]) -> list[float]:
+        status.collectives += 1
+        status()
+        tensor = torch.tensor([float(v) for v in values], dtype=torch.float64, device=device)
+        dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+        return list(tensor.tolist())
+
+    return agree
+
+
+def wrap(model: Any, device: torch.device) -> None:
+    """Replace the model's module by its DistributedDataParallel wrapper (its optimizers keep their parameters)."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    if not isinstance(getattr(model, "module", None), torch.nn.Module):
+        raise NotImplementedError("DistributedDataParallel wraps the model's `module`, and this model exposes none")
+    if isinstance(model.module, (torch.nn.ModuleDict, torch.nn.ModuleList)):
+        raise NotImplementedError("DistributedDataParallel wraps a module called whole; this model drives several networks itself")
+    model.module = DistributedDataParallel(model.module, device_ids=[device.index] if device.type == "cuda" else None)
+
+
+@dataclasses.dataclass(frozen=True)
+class RankRun:
+    """What one rank measured, gathered on rank 0."""
+
+    figures: RankFigures
+    overlap_pct: float
+    measured: Characterisation
+    profiled_ms: float  # the light profile's median step
+
+
+@dataclasses.dataclass(frozen=True)
+class RankZero:
+    """What rank 0 alone knows: the model, its profile and the prices."""
+
+    meta: Any
+    batch_size: int | None
+    backend: str
+    calibration: pricing.Calibration
+    light: TraceSummary
+    priced: pricing.Estimate
+
+
+def _device(spec: CaseSpec) -> torch.device:
+    return torch.device(f"cuda:{os.environ.get('LOCAL_RANK', '0')}") if spec.device_type == "cuda" else torch.device("cpu")
+
+
+def run_rank(spec: CaseSpec, out_dir: Path, status: _Status) -> CaseResult | None:
+    """This rank's part of the case; rank 0 returns the case's row, the others None."""
+    rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    device = _device(spec)
+    status("init")
+    started = time.perf_counter()
+    # Calibrated before the group forms, on rank 0 alone: the others wait at the rendezvous, idle.
+    calibration = calibrate(device) if rank == 0 else None
+    dist.init_process_group(
+        BACKENDS[device.type], timeout=datetime.timedelta(seconds=spec.timeout_s), device_id=device if device.type == "cuda" else None
+    )
+    try:
+        pace = Pace.on(device, _agree(device, status), announce=status.announce)
+        status("build")
+        meta = meta_of(model_class(spec.model))
+        model = model_class(spec.model)(device=str(device), batch_size=spec.batch_size)
+        status("wrap")
+        wrap(model, device)
+        timings = {"build": round(time.perf_counter() - started, 3)}
+        status("characterise")
+        measured = characterise(model, spec.mode, spec.budget, pace)
+        status("profile")
+        active = int(pace.agree([spec.budget.profiled_steps("light", measured.steps.median_ms)])[0])
+        relative = f"{meta.name}/{outdir.rank_trace_name(outdir.spec_stem(spec), rank)}"
+        profiled = run_profile(model, spec.mode, device, "light", active, out_dir / relative)
+        status("analyse")
+        comm = summarize_comm(load_events(profiled.trace_path))
+        figures = RankFigures(rank, socket.gethostname(), measured.steps.median_ms, comm.comm_pct, comm.exposed_comm_pct, relative)
+        status("gather")
+        gathered: list[Any] = [None] * world_size if rank == 0 else []
+        dist.gather_object(RankRun(figures, comm.overlap_pct, measured, profiled.steps.median_ms), gathered if rank == 0 else None, dst=0)
+        # Every rank past the gather before any tears the group down: a rank that left while another still
+        # held its connections died in gloo's teardown.
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+    timings["total"] = round(time.perf_counter() - started, 3)
+    status("done")
+    if rank != 0 or calibration is None:
+        return None
+    steps = measured.steps
+    priced = pricing.estimate(overhead_events_of_trace(profiled.trace_path), calibration, steps.median_ms, steps.iqr_ms)
+    batch = model.batch_size(spec.mode) if callable(getattr(model, "batch_size", None)) else spec.batch_size
+    zero = RankZero(meta, batch, BACKENDS[device.type], calibration, summarize_trace(profiled.trace_path, top=spec.top_ops), priced)
+    return _row(spec, zero, gathered, timings)
+
+
+def _distributed(backend: str, gathered: Sequence[RankRun]) -> Distributed:
+    ranks = tuple(run.figures for run in gathered)
+    medians = [figures.step_median_ms for figures in ranks]
+    overlap = statistics.fmean(run.overlap_pct for run in gathered)
+    exposed = statistics.fmean(figures.exposed_comm_pct for figures in ranks)
+    return Distributed(
+        world_size=len(ranks),
+        backend=backend,
+        nodes=len({figures.host for figures in ranks}),
+        ranks=ranks,
+        skew_pct=relative_change_pct(max(medians), min(medians)),
+        comm_pct=statistics.fmean(figures.comm_pct for figures in ranks),
+        exposed_comm_pct=exposed,
+        overlap_pct=overlap,
+        comm_overlaps_backward=overlap >= OVERLAP_THRESHOLD_PCT,
+        reading=verdict.comm_reading(exposed),
+        step_time_ms_per_rank=tuple(medians),
+    )
+
+
+def _row(spec: CaseSpec, zero: RankZero, gathered: Sequence[RankRun], timings: dict[str, float]) -> CaseResult:
+    """The case's row, on rank 0: the slowest rank's step time, rank 0's profile, every rank's figures."""
+    measured = max(gathered, key=lambda run: run.figures.step_median_ms).measured
+    steps, light = measured.steps, zero.light
+    fraction = zero.priced.fraction  # rank 0's profile, priced per event
+    if light.gpu_busy_fraction is not None:
+        fraction = 1.0 - light.gpu_busy_fraction
+    dispatch = Dispatch(
+        verdict.verdict(fraction),
+        min(1.0, fraction),
+        light.ops_per_step,
+        light.median_op_us,
+        zero.calibration.prices.call_us,
+        overhead_fraction_uncapped=fraction,
+    )
+    return CaseResult(
+        model=zero.meta.name,
+        mode=spec.mode,
+        device=spec.device_type,
+        variant=spec.variant,
+        status=Status.OK,
+        batch_size=zero.batch_size,
+        family=zero.meta.family,
+        step_time=StepTime(steps.median_ms, steps.iqr_ms, steps.min_ms, steps.n),
+        distortion=Distortion(relative_change_pct(gathered[0].profiled_ms, gathered[0].measured.steps.median_ms)),
+        edge_distortion_pct=measured.edge_distortion_pct,
+        phases_pct=light.phases_pct if zero.meta.annotated else None,
+        dispatch=dispatch,
+        gpu_busy_pct=None if light.gpu_busy_fraction is None else 100.0 * light.gpu_busy_fraction,
+        top_ops=light.top_ops,
+        traces=Traces(gathered[0].figures.trace),
+        warmup=Warmup(measured.warmup_steps, measured.steady),
+        measurement=Measurement(measured.windows, measured.window_diff_pct, measured.windows_agree),
+        samples=Samples((steps.median_ms,), (measured.window_medians_ms,)),
+        timings_s=timings,
+        distributed=_distributed(zero.backend, gathered),
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m torchbenchmark.distributed",
+        description="One rank of a DistributedDataParallel train case; run it under torchrun on every node.",
+    )
+    parser.add_argument("model", nargs="?", help="a registered name or plug-in spec")
+    parser.add_argument("--out", default=DEFAULT_OUT, help=f"output folder on each node (default: {DEFAULT_OUT})")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    parser.add_argument("--batch-size", type=int, help="per rank (default: the model's)")
+    parser.add_argument("--steps", type=int, help="measure one window of exactly this many steps")
+    parser.add_argument("--threads", type=int, default=1, help="intra-op threads per rank (default: 1)")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds a collective may wait (default: 1800)")
+    parser.add_argument("--request", help=argparse.SUPPRESS)  # from run.ddp: the spec and where to report
+    return parser
+
+
+def _request(argv: Sequence[str] | None) -> CaseRequest:
+    args = build_parser().parse_args(argv)
+    if args.request:
+        return CaseRequest.from_json(args.request)
+    if not args.model:
+        build_parser().error("name a model (or run through diagnostics.py --ddp N)")
+    spec = CaseSpec(
+        model=args.model,
+        mode="train",
+        device=args.device,
+        batch_size=args.batch_size,
+        budget=Budget(steps=args.steps),
+        threads=args.threads,
+        timeout_s=args.timeout,
+        world_size=int(os.environ.get("WORLD_SIZE", "1")),
+    )
+    return CaseRequest(spec, args.out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """A rank: run the case, report an error as this rank's; rank 0 writes the row."""
+    _die_with_launcher()
+    request = _request(argv)
+    spec, out_dir, scratch = request.spec, Path(request.out_dir), Path(request.scratch) if request.scratch else None
+    rank = int(os.environ["RANK"])
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format=f"[rank {rank}] %(levelname)s %(message)s")
+    if scratch is not None:  # a crash leaves this rank's fault for the launcher, not only in the log
+        faulthandler.enable(open(ddp.fault_path(scratch, rank), "w", encoding="utf-8"))  # noqa: SIM115 - open for the process's life
+    status = _Status(scratch, rank)
+    status("start")
+    torch.set_num_threads(spec.threads or 1)
+    steady_process()
+    try:
+        row = run_rank(spec, out_dir, status)
+    except Exception as error:
+        failed_at = time.time()  # before the traceback is logged: the order of failures is what is kept
+        code, reason = describe_failure(error, spec.mode)
+        log.error("%s", reason, exc_info=code == Status.FAILED)
+        if scratch is not None:
+            write_atomic(ddp.error_path(scratch, rank), json.dumps({"rank": rank, "status": code, "reason": reason, "at": failed_at}))
+        return 1
+    if row is not None and scratch is not None:
+        write_atomic(ddp.result_path(scratch), json.dumps(row.to_dict()))
+    elif row is not None:
+        print(f"[torchbenchmark] {row!r}; record: {write_record(out_dir, spec, row)}", file=sys.stderr)
+    return 0
+
+
+def write_record(out_dir: Path, spec: CaseSpec, row: CaseResult) -> Path:
+    """A multi-node run's record, written by rank 0 as a sweep would, and the summary view rebuilt."""
+    command = shlex.join(["torchrun", "...", "-m", "torchbenchmark.distributed", *sys.argv[1:]])
+    environment = collect_environment(spec.device, spec.threads, command)
+    record = RunRecord(new_run_id(), environment, command, state=RunState.COMPLETE, ended_at=timestamp())
+    record = dataclasses.replace(record, rows=(dataclasses.replace(row, run_id=record.run_id),))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with outdir.locked(out_dir):
+        path = outdir.write_record(out_dir, record)
+        outdir.rewrite_views(out_dir, outdir.read_records(out_dir), record.run_id, report=False)
+    return path
+
+
+if __name__ == "__main__":
+    sys.exit(main())
