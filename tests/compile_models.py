@@ -20,8 +20,7 @@ class _Elementwise(nn.Module):
 class ManyTinyOps(BenchmarkModel):
     """Dispatch-bound: 90 elementwise ops that inductor fuses into one loop."""
 
-    meta = ModelMeta(name="many_tiny_ops", family="test", batch_sizes=BatchSizes.same(cpu=8, cuda=8),
-                     annotated=False, note="eval only")  # fmt: skip
+    meta = ModelMeta(name="many_tiny_ops", family="test", batch_sizes=BatchSizes.same(cpu=8, cuda=8), annotated=False, note="eval only")
 
     def build(self) -> nn.Module:
         return _Elementwise()
@@ -49,8 +48,9 @@ class _Matmuls(nn.Module):
 class FewLargeMatmuls(ManyTinyOps):
     """Compute-bound: two large matmuls, which compiling leaves to the same BLAS."""
 
-    meta = ModelMeta(name="few_large_matmuls", family="test", batch_sizes=BatchSizes.same(cpu=512, cuda=512),
-                     annotated=False, note="eval only")  # fmt: skip
+    meta = ModelMeta(
+        name="few_large_matmuls", family="test", batch_sizes=BatchSizes.same(cpu=512, cuda=512), annotated=False, note="eval only"
+    )
 
     def build(self) -> nn.Module:
         return _Matmuls()
@@ -72,8 +72,9 @@ class _Branchy(nn.Module):
 
 
 class DataDependentBranch(ManyTinyOps):
-    meta = ModelMeta(name="data_dependent_branch", family="test", batch_sizes=BatchSizes.same(cpu=4, cuda=4),
-                     annotated=False, note="eval only")  # fmt: skip
+    meta = ModelMeta(
+        name="data_dependent_branch", family="test", batch_sizes=BatchSizes.same(cpu=4, cuda=4), annotated=False, note="eval only"
+    )
 
     def build(self) -> nn.Module:
         return _Branchy()

@@ -6,8 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from torchbenchmark import check_cli
-from torchbenchmark.check_cli import BROKEN, HOLDS, NOT_APPLICABLE
+import pytest
+
+from torchbenchmark import checks as check_cli
+from torchbenchmark.checks import BROKEN, HOLDS, NOT_APPLICABLE
 
 ROOT = Path(__file__).resolve().parent.parent
 PLAIN = ROOT / "tests" / "plain_plugins.py"
@@ -17,6 +19,7 @@ def diagnostics(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(ROOT / "diagnostics.py"), *args], capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_a_good_model_holds_every_rule() -> None:
     done = diagnostics("check", f"{ROOT / 'tests' / 'tiny_models.py'}:TinyMLP")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -24,6 +27,7 @@ def test_a_good_model_holds_every_rule() -> None:
     assert BROKEN not in done.stdout and NOT_APPLICABLE not in done.stdout
 
 
+@pytest.mark.slow
 def test_a_broken_model_exits_1_naming_the_rule_and_how() -> None:
     done = diagnostics("check", f"{ROOT / 'tests' / 'tiny_models.py'}:StepFnTwice", "--modes", "train")
     assert done.returncode == 1
@@ -48,17 +52,20 @@ def test_a_plain_plugin_that_breaks_a_rule_is_caught() -> None:
     assert [o.rule for o in broken][0] == "step_fn called once per step"
 
 
+@pytest.mark.slow
 def test_an_nn_module_is_not_a_model_and_says_so() -> None:
     done = diagnostics("check", f"{PLAIN}:JustAModule")
     assert done.returncode == 1
     assert "its constructor takes no 'device'" in done.stdout and "subclass torchbenchmark.BenchmarkModel" in done.stdout
 
 
+@pytest.mark.slow
 def test_check_usage_error_exits_2() -> None:
     done = diagnostics("check", "no_such_model")
     assert done.returncode == 2 and "unknown model" in done.stderr
 
 
+@pytest.mark.slow
 def test_list_says_why_a_plugin_cannot_run() -> None:
     done = diagnostics("--list", "--models", f"{PLAIN}:JustAModule,{PLAIN}:PlainModel")
     assert done.returncode == 0

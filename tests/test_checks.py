@@ -29,8 +29,12 @@ def test_good_model_passes_every_check(mode: str) -> None:
         (tm.EvalMutates, "eval", r"^eval changed \['0.weight'\]$"),
         # The first three of the six buffers it changed.
         (tm.BatchNormLeftInTrainMode, "eval", r"^eval changed \['1.running_mean', '1.running_var', '1.num_batches_tracked'\]$"),
-        (tm.EvalTrainsDeep, "eval", r"^eval ran backward ops: \['aten::elu_backward', 'aten::gelu_backward', "
-         r"'aten::hardtanh_backward', 'aten::sigmoid_backward', 'aten::softplus_backward'\]$"),
+        (
+            tm.EvalTrainsDeep,
+            "eval",
+            r"^eval ran backward ops: \['aten::elu_backward', 'aten::gelu_backward', "
+            r"'aten::hardtanh_backward', 'aten::sigmoid_backward', 'aten::softplus_backward'\]$",
+        ),
         (tm.FrozenTrainWithBatchNorm, "train", "^train did not change any parameter$"),
         (tm.NoOutputKept, "eval", "^eval left no output tensors in model.last_output$"),
         (tm.NanOutput, "eval", "^eval output is not finite$"),
@@ -49,7 +53,9 @@ def test_broken_model_fails(model_cls: type, mode: str, message: str) -> None:
 
 def test_gradients_may_accumulate_within_a_step_but_not_across_steps() -> None:
     checks.check_model(tm.TwoLossesPerStep(), "train")
-    with pytest.raises(ContractViolation, match=r"^gradients accumulated across steps: 2.bias \(step 2\) held a gradient from the step before$"):
+    with pytest.raises(
+        ContractViolation, match=r"^gradients accumulated across steps: 2.bias \(step 2\) held a gradient from the step before$"
+    ):
         checks.check_gradients_zeroed(tm.NeverZeroesGrad())
 
 
@@ -74,10 +80,12 @@ def test_each_check_runs_its_documented_number_of_steps() -> None:
     for check, mode, steps in [
         (lambda m: checks.check_step_fn_calls(m, "train"), "train", 3),
         (lambda m: checks.check_every_step_does_the_work(m, "eval"), "eval", 3),
-        (checks.check_eval_runs_no_backward, "eval", 2), (checks.check_train_updates_and_is_finite, "train", 2),
-        (checks.check_eval_is_pure_and_finite, "eval", 2), (checks.check_gradients_zeroed, "train", 3),
+        (checks.check_eval_runs_no_backward, "eval", 2),
+        (checks.check_train_updates_and_is_finite, "train", 2),
+        (checks.check_eval_is_pure_and_finite, "eval", 2),
+        (checks.check_gradients_zeroed, "train", 3),
         (lambda m: checks.check_annotations(m, "train"), "train", 2),
-    ]:  # fmt: skip
+    ]:
         model = tm.CountsSteps()
         check(model)
         assert model.steps[mode] == steps, (mode, steps)

@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from torchbenchmark import dispatch, list_models
-from torchbenchmark.spec import Budget
+from torchbenchmark import list_models
+from torchbenchmark.analyze import verdict as dispatch
+from torchbenchmark.results.spec import Budget
+
+pytestmark = pytest.mark.slow  # every test here runs the command line in processes of its own
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = f"{ROOT / 'tests' / 'tiny_models.py'}:TinyMLP"
@@ -19,9 +22,7 @@ SWEEP_ARGS = ["--device", "cpu", "--steps", "5", "--no-progress"]  # named: on a
 
 
 def diagnostics(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(ROOT / "diagnostics.py"), *args], cwd=cwd, capture_output=True, text=True, timeout=600
-    )
+    return subprocess.run([sys.executable, str(ROOT / "diagnostics.py"), *args], cwd=cwd, capture_output=True, text=True, timeout=600)
 
 
 @pytest.fixture(scope="module")
@@ -90,8 +91,24 @@ def test_list_names_every_model() -> None:
 def test_batch_size_threads_device_and_no_detailed_take_effect(tmp_path: Path) -> None:
     out = tmp_path / "out"
     probe = f"{ROOT / 'tests' / 'tiny_models.py'}:ReportsSettings"
-    done = diagnostics("--models", probe, "--modes", "eval", "--out", str(out), "--steps", "3", "--no-progress",
-                       "--batch-size", "3", "--threads", "2", "--device", "cpu", "--no-detailed")  # fmt: skip
+    done = diagnostics(
+        "--models",
+        probe,
+        "--modes",
+        "eval",
+        "--out",
+        str(out),
+        "--steps",
+        "3",
+        "--no-progress",
+        "--batch-size",
+        "3",
+        "--threads",
+        "2",
+        "--device",
+        "cpu",
+        "--no-detailed",
+    )
     assert done.returncode == 0, done.stderr
     document = json.loads((out / "summary.json").read_text())
     (row,) = document["results"]
@@ -105,8 +122,8 @@ def test_batch_size_threads_device_and_no_detailed_take_effect(tmp_path: Path) -
 def test_collect_diagnostics_loads_the_engine_on_first_use() -> None:
     code = (
         "import sys, torchbenchmark\n"
-        "assert 'torchbenchmark.diagnose' not in sys.modules\n"
-        "from torchbenchmark.diagnose import collect_diagnostics\n"
+        "assert 'torchbenchmark.run.engine' not in sys.modules and 'torch' not in sys.modules\n"
+        "from torchbenchmark.api import collect_diagnostics\n"
         "assert torchbenchmark.collect_diagnostics is collect_diagnostics\n"
     )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=300)
@@ -114,7 +131,7 @@ def test_collect_diagnostics_loads_the_engine_on_first_use() -> None:
 
 def test_no_progress_prints_a_line_per_case(sweep) -> None:
     done, _ = sweep
-    lines = [line for line in done.stderr.splitlines() if line.startswith("[")]
+    lines = [line for line in done.stderr.splitlines() if line.startswith("[") and "/2]" in line]
     assert [line.split()[0] for line in lines] == ["[1/2]", "[2/2]"], done.stderr
     assert all("tiny_mlp" in line and "ms/step" in line for line in lines)
 
@@ -129,14 +146,15 @@ def test_traces_carry_distributed_info_for_hta(sweep, kind: str) -> None:
 
 
 def test_models_by_family_and_exclude() -> None:
-    from torchbenchmark import cli
+    from torchbenchmark.cli import models as cli
+    from torchbenchmark.cli.args import UsageError
 
     nlp = cli.resolve_models("family:nlp")
     assert "hf_Bert" in nlp and "resnet50" not in nlp
     assert cli.exclude_models(nlp, "hf_Bert,hf_T5") == [name for name in nlp if name not in ("hf_Bert", "hf_T5")]
-    with pytest.raises(cli.UsageError, match="unknown family 'nope'; families: "):
+    with pytest.raises(UsageError, match="unknown family 'nope'; families: "):
         cli.resolve_models("family:nope")
-    with pytest.raises(cli.UsageError, match="not among the models chosen"):
+    with pytest.raises(UsageError, match="not among the models chosen"):
         cli.exclude_models(nlp, "resnet50")
     done = diagnostics("--models", "family:nope")
     assert done.returncode == 2 and "unknown family" in done.stderr

@@ -17,11 +17,16 @@ from tests.synthetic_models import (
     MatmulChain,
     TinyBatchedMatmuls,
 )
-from torchbenchmark import costs
-from torchbenchmark.diagnose import collect_diagnostics
-from torchbenchmark.harness import Budget
-from torchbenchmark.results import CaseResult, Costs, Dispatch, StepTime
-from torchbenchmark.summary import note, render_json
+from torchbenchmark.analyze.costs import with_peak
+from torchbenchmark.api import collect_diagnostics
+from torchbenchmark.measure import memory
+from torchbenchmark.measure.flops import count_flops, grouped_mm_flops
+from torchbenchmark.measure.peak import measure_peak
+from torchbenchmark.report.summary import note
+from torchbenchmark.results.files import dumps
+from torchbenchmark.results.records import Summary
+from torchbenchmark.results.schema import CaseResult, Costs, Dispatch, StepTime
+from torchbenchmark.results.spec import Budget
 
 QUICK = Budget(warmup_s=1.0, measure_s=0.5, min_steps=3, edge_calls=2)
 CPU = torch.device("cpu")
@@ -41,7 +46,7 @@ def _chain_flops(mode: str) -> int:
 
 @pytest.mark.parametrize("mode", ["eval", "train"])
 def test_a_chain_of_matmuls_counts_2mnk_each(mode: str) -> None:
-    count = costs.count_flops(MatmulChain(), mode)
+    count = count_flops(MatmulChain(), mode)
     assert count.total == _chain_flops(mode)
     assert count.by_kind == {"matmul": _chain_flops(mode)}
     assert count.note is None
@@ -64,18 +69,18 @@ def test_a_grouped_convolution_counts_its_weight_gradient_per_group(groups: int,
             return (torch.randn(batch_size, channels, side, side, generator=generator, requires_grad=True),)
 
     forward = 2 * batch * side * side * kernel * kernel * channels * channels // groups
-    assert costs.count_flops(GroupedConv(), "eval").total == forward
-    assert costs.count_flops(GroupedConv(), "train").by_kind == {"convolution": 3 * forward}
+    assert count_flops(GroupedConv(), "eval").total == forward
+    assert count_flops(GroupedConv(), "train").by_kind == {"convolution": 3 * forward}
 
 
 def test_a_step_of_uncountable_ops_is_null_with_the_reason() -> None:
-    count = costs.count_flops(ElementwiseOnly(), "train")
+    count = count_flops(ElementwiseOnly(), "train")
     assert count.total is None
     assert "no matrix product, convolution or attention" in count.note
 
 
 def test_a_step_that_fails_under_the_counter_is_null_with_the_error() -> None:
-    count = costs.count_flops(FailsUnderTheCounter(), "eval")
+    count = count_flops(FailsUnderTheCounter(), "eval")
     assert count.total is None
     assert "RuntimeError: this op has no Python dispatch path" in count.note
 
@@ -87,7 +92,7 @@ def test_cpu_attention_and_lstm_are_counted() -> None:
         def infer(self, inputs: object) -> torch.Tensor:
             return torch.nn.functional.scaled_dot_product_attention(query, query, query)
 
-    count = costs.count_flops(Attention(), "eval")
+    count = count_flops(Attention(), "eval")
     assert count.by_kind["attention"] == 2 * (2 * 2 * 4 * 16 * 16 * 8)  # Q K^T and its product with V
 
     class Recurrent(MatmulChain):
@@ -97,8 +102,33 @@ def test_cpu_attention_and_lstm_are_counted() -> None:
         def infer(self, inputs: object) -> torch.Tensor:
             return self.module(torch.ones(4, 10, 16))[0]
 
-    count = costs.count_flops(Recurrent(), "eval")
+    count = count_flops(Recurrent(), "eval")
     assert count.by_kind["recurrent"] == 2 * 4 * 10 * (4 * 32 * 16 + 4 * 32 * 32)
+
+
+@pytest.mark.parametrize("layer", ["attention", "encoder layer"])
+def test_fused_transformer_ops_count_what_their_unfused_forms_do(layer: str) -> None:
+    """In inference nn.MultiheadAttention and nn.TransformerEncoderLayer run one fused op each; with
+    gradients on, the same arithmetic as linear layers and attention, which the counter knows already."""
+    x = torch.randn(2, 10, 16)
+
+    class Fused(MatmulChain):
+        def build(self) -> torch.nn.Module:
+            if layer == "attention":
+                return torch.nn.MultiheadAttention(16, 4, batch_first=True)
+            return torch.nn.TransformerEncoderLayer(16, 4, dim_feedforward=32, batch_first=True)
+
+        def infer(self, inputs: object) -> object:
+            return self.module(x, x, x, need_weights=False) if layer == "attention" else self.module(x)
+
+    class Unfused(Fused):
+        def infer(self, inputs: object) -> object:
+            with torch.enable_grad():  # takes the module off its fast path
+                return super().infer(inputs)
+
+    fused, unfused = count_flops(Fused(), "eval"), count_flops(Unfused(), "eval")
+    assert fused.uncounted == () and unfused.uncounted == ()
+    assert fused.total == unfused.total > 0
 
 
 def test_peak_memory_of_a_step_holding_a_known_activation() -> None:
@@ -106,12 +136,13 @@ def test_peak_memory_of_a_step_holding_a_known_activation() -> None:
     model.eval(niter=2)
     activation = HoldsKnownActivation.ROWS * HoldsKnownActivation.WIDTH * 4
     state = (16 * HoldsKnownActivation.WIDTH + HoldsKnownActivation.ROWS * 16) * 4  # weight and input
-    memory = costs.measure_memory(model, "eval", CPU)
-    assert memory.peak_mb == pytest.approx((activation + state) / costs.MB, rel=0.03)
-    assert memory.state_mb == pytest.approx(state / costs.MB, rel=0.03)
-    assert costs.step_allocation_peak_bytes(model, "eval") == pytest.approx(activation, rel=0.03)
+    peak = memory.measure_memory(model, "eval", CPU)
+    assert peak.peak_mb == pytest.approx((activation + state) / memory.MB, rel=0.03)
+    assert peak.state_mb == pytest.approx(state / memory.MB, rel=0.03)
+    assert memory.step_allocation_peak_bytes(model, "eval") == pytest.approx(activation, rel=0.03)
 
 
+@pytest.mark.slow
 def test_a_diagnosed_row_carries_costs_consistent_with_its_step_time(tmp_path) -> None:
     result = collect_diagnostics(MatmulChain, "train", out_dir=tmp_path, budget=QUICK, detailed=False)
     assert result.status == "ok", result.error
@@ -121,14 +152,14 @@ def test_a_diagnosed_row_carries_costs_consistent_with_its_step_time(tmp_path) -
     assert cost.achieved_gflops == pytest.approx(_chain_flops("train") / (median_ms / 1e3) / 1e9)
     assert cost.pct_of_peak is None  # until a sweep's peak is applied
     assert cost.peak_rss_mb > cost.peak_memory_mb > 0
-    row = json.loads(render_json([costs.with_peak(result, 1.0)], {}))["results"][0]
+    row = json.loads(dumps(Summary("", {}, (with_peak(result, 1.0),), {}).to_dict()))["results"][0]
     for name in ("flops_per_step", "achieved_gflops", "pct_of_peak", "peak_memory_mb", "samples_per_s"):
         assert row[name] is not None, name
-    assert CaseResult.from_dict(row).costs == costs.with_peak(result, 1.0).costs
+    assert CaseResult.from_dict(row).costs == with_peak(result, 1.0).costs
 
 
 def test_machine_peak_is_the_best_of_a_matmul_and_a_convolution_with_its_method() -> None:
-    peak = costs.measure_peak("cpu", threads=1, size=256, seconds=0.05)
+    peak = measure_peak("cpu", threads=1, size=256, seconds=0.05)
     assert set(peak.environment()) == {"peak_gflops", "peak_method"}
     assert "best of" in peak.method and "1 threads" in peak.method
     readings = re.findall(r"(torch.mm 256x256x256|conv2d 3x3 32->32 8x56x56) ([0-9.]+) \(median", peak.method)
@@ -139,14 +170,27 @@ def test_machine_peak_is_the_best_of_a_matmul_and_a_convolution_with_its_method(
 
 def _row(verdict: str, achieved_gflops: float) -> CaseResult:
     cost = Costs(
-        flops_per_step=10**9, flops_by_kind={"matmul": 10**9}, flops_note=None, achieved_gflops=achieved_gflops,
-        pct_of_peak=None, compute_limit=None, peak_memory_mb=1.0, state_memory_mb=0.5, memory_method="test",
-        peak_rss_mb=100.0, samples_per_s=1.0,
-    )  # fmt: skip
+        flops_per_step=10**9,
+        flops_by_kind={"matmul": 10**9},
+        flops_note=None,
+        achieved_gflops=achieved_gflops,
+        pct_of_peak=None,
+        compute_limit=None,
+        peak_memory_mb=1.0,
+        state_memory_mb=0.5,
+        memory_method="test",
+        peak_rss_mb=100.0,
+        samples_per_s=1.0,
+    )
     return CaseResult(
-        model="m", mode="eval", device="cpu", status="ok", step_time=StepTime(1000 / achieved_gflops, 0.0, 0.0, 3),
-        dispatch=Dispatch(verdict, 0.1, 10.0, 1.0, 1.0), costs=cost,
-    )  # fmt: skip
+        model="m",
+        mode="eval",
+        device="cpu",
+        status="ok",
+        step_time=StepTime(1000 / achieved_gflops, 0.0, 0.0, 3),
+        dispatch=Dispatch(verdict, 0.1, 10.0, 1.0, 1.0),
+        costs=cost,
+    )
 
 
 @pytest.mark.parametrize(
@@ -154,7 +198,7 @@ def _row(verdict: str, achieved_gflops: float) -> CaseResult:
     [("compute-bound", 9.9, "kernels"), ("compute-bound", 10.0, "arithmetic"), ("mixed", 1.0, None), ("dispatch-bound", 1.0, None)],
 )
 def test_compute_limit_rule(verdict: str, achieved: float, expected: str | None) -> None:
-    result = costs.with_peak(_row(verdict, achieved), peak_gflops=100.0)
+    result = with_peak(_row(verdict, achieved), peak_gflops=100.0)
     assert result.costs.pct_of_peak == pytest.approx(achieved)
     assert result.costs.compute_limit == expected
 
@@ -162,25 +206,39 @@ def test_compute_limit_rule(verdict: str, achieved: float, expected: str | None)
 def test_with_peak_leaves_rows_without_flops_alone() -> None:
     row = _row("compute-bound", 5.0)
     no_flops = dataclasses.replace(row, costs=dataclasses.replace(row.costs, flops_per_step=None, achieved_gflops=None))
-    assert costs.with_peak(no_flops, 100.0) == no_flops
-    assert costs.with_peak(row, None) == row
+    assert with_peak(no_flops, 100.0) == no_flops
+    assert with_peak(row, None) == row
 
 
 @pytest.mark.parametrize(
     ("model", "limit"),
     [(FewLargeMatmuls, "arithmetic"), (TinyBatchedMatmuls, "kernels")],
 )
+@pytest.mark.slow
 def test_models_of_known_character_get_their_compute_limit(tmp_path, model: type, limit: str) -> None:
     """Both are compute-bound (few, long ops); large square matmuls run near the peak, 2x2 ones far below it."""
-    peak = costs.measure_peak("cpu", threads=1, size=1024, seconds=0.3)
-    result = costs.with_peak(collect_diagnostics(model, "eval", out_dir=tmp_path, budget=QUICK, detailed=False), peak.gflops)
+    peak = measure_peak("cpu", threads=1, size=1024, seconds=0.3)
+    result = with_peak(collect_diagnostics(model, "eval", out_dir=tmp_path, budget=QUICK, detailed=False), peak.gflops)
     assert result.status == "ok", result.error
     assert result.dispatch.verdict == "compute-bound", result.dispatch
     assert result.costs.compute_limit == limit, result.costs
 
 
 def test_the_summary_notes_a_kernel_limited_row() -> None:
-    row = costs.with_peak(_row("compute-bound", 4.0), peak_gflops=100.0)
+    row = with_peak(_row("compute-bound", 4.0), peak_gflops=100.0)
     assert note(row) == "kernels limit it: 4.0% of peak"
-    assert note(costs.with_peak(_row("compute-bound", 40.0), peak_gflops=100.0)) == ""
-    assert note(costs.with_peak(_row("mixed", 140.0), peak_gflops=100.0)) == "above the peak: the peak was measured under load"
+    assert note(with_peak(_row("compute-bound", 40.0), peak_gflops=100.0)) == ""
+    assert note(with_peak(_row("mixed", 140.0), peak_gflops=100.0)) == "above the peak: the peak was measured under load"
+
+
+@pytest.mark.parametrize(
+    ("a_shape", "b_shape", "flops"),
+    [
+        ((6, 4), (8, 4, 5), 2 * 6 * 4 * 5),  # tokens routed to experts: each row meets its expert's matrix once
+        ((8, 3, 4), (8, 4, 5), 2 * 8 * 3 * 4 * 5),  # a batch of products
+        ((8, 3, 4), (4, 40), 2 * 3 * 4 * 40),  # each group's rows by its own columns
+        ((4, 6), (6, 5), 2 * 4 * 6 * 5),  # a weight's gradient, groups along k
+    ],
+)
+def test_a_grouped_product_counts_2mnk_over_its_groups(a_shape, b_shape, flops) -> None:
+    assert grouped_mm_flops(a_shape, b_shape) == flops

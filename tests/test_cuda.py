@@ -16,16 +16,23 @@ from torch import nn
 
 from tests import test_cli, test_reliability
 from tests.synthetic_models import FewLargeMatmuls, ManyTinyOps
-from torchbenchmark import cli, dispatch, harness
+from torchbenchmark import cli
+from torchbenchmark.api import collect_diagnostics
+from torchbenchmark.cli.args import UsageError
+from torchbenchmark.cli.models import resolve_device
+from torchbenchmark.cli.sweep import build_parser
 from torchbenchmark.contract import BatchSizes, BenchmarkModel, ModelMeta
-from torchbenchmark.diagnose import OUT_OF_MEMORY_HINT, collect_diagnostics, describe_failure
-from torchbenchmark.profiling import trace_name
-from torchbenchmark.sweep import _worker_environment
+from torchbenchmark.measure import calibration as dispatch
+from torchbenchmark.measure import harness
+from torchbenchmark.results.spec import Budget
+from torchbenchmark.run.case import worker_environment as _worker_environment
+from torchbenchmark.run.failures import OUT_OF_MEMORY_HINT, describe_failure
+from torchbenchmark.run.outdir import stem, trace_name
 
 ROOT = Path(__file__).resolve().parent.parent
 gpu = pytest.mark.gpu
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-QUICK = harness.Budget(warmup_s=1.0, measure_s=0.5, min_steps=3, edge_calls=2)
+QUICK = Budget(warmup_s=1.0, measure_s=0.5, min_steps=3, edge_calls=2)
 
 
 @pytest.fixture
@@ -36,19 +43,19 @@ def fake_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_auto_picks_cuda_where_there_is_one(fake_cuda: None) -> None:
-    assert cli.resolve_device("auto") == "cuda"
+    assert resolve_device("auto") == "cuda"
 
 
 def test_every_sweep_in_the_tests_names_cpu_even_where_cuda_is_available(fake_cuda: None) -> None:
     # Without --device these sweeps would run on the GPU and their asserts on cpu rows and files fail.
     for args in (test_cli.SWEEP_ARGS, test_reliability.FAST):
-        parsed = cli.build_parser().parse_args(["--models", "tiny_mlp", *args])
-        assert cli.resolve_device(parsed.device) == "cpu"
+        parsed = build_parser().parse_args(["--models", "tiny_mlp", *args])
+        assert resolve_device(parsed.device) == "cpu"
 
 
 @pytest.mark.parametrize(("text", "device"), [("cuda", "cuda"), ("cuda:1", "cuda:1"), ("cpu", "cpu"), ("cpu:0", "cpu")])
 def test_devices_are_kept_whole(fake_cuda: None, text: str, device: str) -> None:
-    assert cli.resolve_device(text) == device
+    assert resolve_device(text) == device
 
 
 @pytest.mark.parametrize(
@@ -61,8 +68,8 @@ def test_devices_are_kept_whole(fake_cuda: None, text: str, device: str) -> None
     ],
 )
 def test_a_device_torch_would_refuse_is_a_usage_error(fake_cuda: None, text: str, message: str) -> None:
-    with pytest.raises(cli.UsageError, match=message):
-        cli.resolve_device(text)
+    with pytest.raises(UsageError, match=message):
+        resolve_device(text)
 
 
 def test_cuda_00_exits_2_before_the_output_folder_exists(fake_cuda: None, tmp_path: Path, capsys) -> None:
@@ -73,9 +80,9 @@ def test_cuda_00_exits_2_before_the_output_folder_exists(fake_cuda: None, tmp_pa
 
 
 def test_trace_names_keep_the_full_device() -> None:
-    assert trace_name("train", torch.device("cpu"), "light") == "train-cpu.pt.trace.json.gz"
-    assert trace_name("eval", torch.device("cuda"), "detailed") == "eval-cuda-detailed.pt.trace.json.gz"
-    assert trace_name("train", torch.device("cuda:1"), "light") == "train-cuda:1.pt.trace.json.gz"
+    assert trace_name(stem("train", "cpu"), "light") == "train-cpu.pt.trace.json.gz"
+    assert trace_name(stem("eval", "cuda"), "detailed") == "eval-cuda-detailed.pt.trace.json.gz"
+    assert trace_name(stem("train", "cuda:1"), "light") == "train-cuda:1.pt.trace.json.gz"
 
 
 def test_kineto_errors_reach_a_cuda_cases_log(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -118,7 +125,7 @@ def test_gpu_calibration_syncs_its_device_before_each_burst_it_does_not_wait_for
 
 
 def test_the_warmup_window_is_sized_from_the_second_step() -> None:
-    budget = harness.Budget(warmup_s=8.0, warmup_window=3)
+    budget = Budget(warmup_s=8.0, warmup_window=3)
     # A first step of 5 s (library set-up, lazy kernel loading) must not shrink the window of 1 ms steps.
     assert harness.warmup_window(budget, [5_000_000_000, 1_000_000]) == 3
     assert harness.warmup_window(budget, [1_000_000, 3_000_000_000]) == 2
@@ -184,10 +191,10 @@ def test_a_gpu_row_has_every_gpu_figure(tmp_path: Path) -> None:
     row = result.to_dict()
     assert row["device"] == "cuda:0"
     assert None not in row["gpu"].values() and row["gpu"]["kernels_per_step"] > 0
-    assert 0 < row["gpu_busy_pct"] and row["phases_pct"]["backward"] > 0
+    assert row["gpu_busy_pct"] > 0 and row["phases_pct"]["backward"] > 0
     assert any(op["kernel_ms_per_step"] for op in row["top_ops"])
     assert (tmp_path / row["traces"]["light"]).name == "train-cuda:0.pt.trace.json.gz"
-    assert dispatch.calibrate_per_op_overhead_us(torch.device("cuda:0"), calls=500, repeats=2) > 0
+    assert dispatch.calibrate(torch.device("cuda:0"), calls=500, repeats=2).prices.call_us > 0
 
 
 @gpu
@@ -201,10 +208,23 @@ def test_out_of_memory_on_a_gpu_is_a_row(tmp_path: Path) -> None:
 @needs_gpu
 def test_a_sweep_on_a_gpu_writes_cuda_rows_and_files(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, str(ROOT / "diagnostics.py"), "--models", test_reliability.TINY, "--device", "cuda",
-         "--steps", "5", "--no-progress", "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(ROOT / "diagnostics.py"),
+            "--models",
+            test_reliability.TINY,
+            "--device",
+            "cuda",
+            "--steps",
+            "5",
+            "--no-progress",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     rows = json.loads((tmp_path / "summary.json").read_text())["results"]
     assert {(row["device"], row["status"]) for row in rows} == {("cuda", "ok")}

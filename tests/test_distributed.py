@@ -15,10 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from torchbenchmark.diagnose import diagnose
-from torchbenchmark.results import CaseResult
-from torchbenchmark.spec import Budget, CaseSpec
-from torchbenchmark.trace_analysis import load_events, summarize_comm
+from torchbenchmark.analyze.comm import summarize_comm
+from torchbenchmark.analyze.trace import load_events
+from torchbenchmark.results.schema import CaseResult
+from torchbenchmark.results.spec import Budget, CaseSpec
+from torchbenchmark.run import ddp
+from torchbenchmark.run.worker import run_in_process
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = str(ROOT / "tests" / "tiny_models.py")
@@ -44,7 +46,7 @@ def run_ddp(monkeypatch: pytest.MonkeyPatch, out: Path, model: str, timeout_s: f
     marker = uuid.uuid4().hex
     monkeypatch.setenv(MARKER, marker)
     spec = CaseSpec(model=f"{TINY}:{model}", mode="train", budget=QUICK, timeout_s=timeout_s, detailed=False, world_size=2)
-    return diagnose(spec, out), marker
+    return run_in_process(spec, out), marker
 
 
 def assert_no_process_left(marker: str) -> None:
@@ -54,6 +56,7 @@ def assert_no_process_left(marker: str) -> None:
     assert processes_with(marker) == [], "a rank or torchrun outlived its case"
 
 
+@pytest.mark.slow
 def test_two_ranks_give_per_rank_traces_comm_share_and_leave_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     row, marker = run_ddp(monkeypatch, tmp_path, "TinyMLP")
     assert row.status == "ok", row.error
@@ -71,13 +74,14 @@ def test_two_ranks_give_per_rank_traces_comm_share_and_leave_nothing(monkeypatch
         info = document["distributedInfo"]
         assert (info["rank"], info["world_size"], info["backend"]) == (rank, 2, "gloo")
         assert summarize_comm(document["traceEvents"]).comm_ms > 0, "no collective in the rank's trace"
-    assert row.traces["light"] == ddp.ranks[0].trace
+    assert row.traces.light == ddp.ranks[0].trace
     document = row.to_dict()["distributed"]
     assert document["step_time_ms_per_rank"] == [rank.step_median_ms for rank in ddp.ranks]
     assert CaseResult.from_dict(row.to_dict()) == row, "the distributed figures do not round-trip through JSON"
     assert_no_process_left(marker)
 
 
+@pytest.mark.slow
 def test_a_failing_rank_fails_the_case_with_its_reason(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     row, marker = run_ddp(monkeypatch, tmp_path, "RankOneFails")
     assert row.status == "failed"
@@ -85,6 +89,15 @@ def test_a_failing_rank_fails_the_case_with_its_reason(monkeypatch: pytest.Monke
     assert_no_process_left(marker)
 
 
+@pytest.mark.slow
+def test_a_segfaulting_rank_is_named_with_its_signal(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    row, marker = run_ddp(monkeypatch, tmp_path, "RankOneSegfaults")
+    assert row.status == "failed"
+    assert row.error is not None and row.error.startswith("rank 1 crashed: Fatal Python error: Segmentation fault"), row.error
+    assert_no_process_left(marker)
+
+
+@pytest.mark.slow
 def test_a_hanging_rank_times_the_case_out_and_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     row, marker = run_ddp(monkeypatch, tmp_path, "RankOneHangs", timeout_s=45.0)
     assert row.status == "timeout"
@@ -98,10 +111,10 @@ def test_ddp_runs_train_cases_only() -> None:
 
 
 def test_a_single_process_trace_says_it_is_rank_0(tmp_path: Path) -> None:
-    from tests.tiny_models import TinyMLP
-    from torchbenchmark.profiling import run_profile
-
     import torch
+
+    from tests.tiny_models import TinyMLP
+    from torchbenchmark.measure.profiling import run_profile
 
     run = run_profile(TinyMLP(), "train", torch.device("cpu"), "light", 2, tmp_path / "t.pt.trace.json.gz")
     with gzip.open(run.trace_path, "rt") as stream:
@@ -114,21 +127,36 @@ def test_comm_share_counts_collectives_and_the_part_compute_hid() -> None:
     step = {"ph": "X", "name": "ProfilerStep#1", "cat": "user_annotation", "ts": 0, "dur": 100, "pid": 1, "tid": 1}
     compute = {"ph": "X", "name": "aten::mm", "cat": "cpu_op", "ts": 0, "dur": 50, "pid": 1, "tid": 1}
     enqueue = {"ph": "X", "name": "c10d::allreduce_", "cat": "cpu_op", "ts": 60, "dur": 30, "pid": 1, "tid": 1}
-    comm = [{"ph": "X", "name": "gloo:all_reduce", "cat": "user_annotation", "ts": ts, "dur": dur, "pid": 1, "tid": 2}
-            for ts, dur in ((40, 30), (60, 20))]  # fmt: skip
+    comm = [
+        {"ph": "X", "name": "gloo:all_reduce", "cat": "user_annotation", "ts": ts, "dur": dur, "pid": 1, "tid": 2}
+        for ts, dur in ((40, 30), (60, 20))
+    ]
     summary = summarize_comm([step, compute, enqueue, *comm])
     assert summary.comm_ms == pytest.approx(0.040) and summary.hidden_ms == pytest.approx(0.010)
     assert (summary.comm_pct, summary.exposed_comm_pct, summary.overlap_pct) == pytest.approx((40.0, 30.0, 25.0))
 
 
+@pytest.mark.slow
 def test_under_a_users_torchrun_rank_0_writes_the_run_record(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from torchbenchmark.storage import load_summary
+    from torchbenchmark.api import load_summary
 
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
-               "-m", "torchbenchmark.distributed", f"{TINY}:TinyMLP", "--out", str(tmp_path), "--steps", "5"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node=2",
+        "-m",
+        "torchbenchmark.distributed",
+        f"{TINY}:TinyMLP",
+        "--out",
+        str(tmp_path),
+        "--steps",
+        "5",
+    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     (row,) = load_summary(tmp_path).rows
@@ -138,12 +166,18 @@ def test_under_a_users_torchrun_rank_0_writes_the_run_record(tmp_path: Path) -> 
 
 
 def test_the_rank_that_failed_of_its_own_accord_is_named_not_the_peer_that_saw_it_go(tmp_path: Path) -> None:
-    from torchbenchmark import distributed
-
-    (tmp_path / "rank0.error.json").write_text(json.dumps(
-        {"rank": 0, "status": "failed", "reason": "RuntimeError: [pair.cc:561] Connection closed by peer [127.0.0.1]:1", "at": 1.0}))
-    (tmp_path / "rank1.error.json").write_text(json.dumps(
-        {"rank": 1, "status": "failed", "reason": "RuntimeError: rank one fails on purpose", "at": 2.0}))
-    assert distributed._rank_failure(tmp_path, 2, 1) == ("failed", "rank 1: RuntimeError: rank one fails on purpose")
+    (tmp_path / "rank0.error.json").write_text(
+        json.dumps(
+            {"rank": 0, "status": "failed", "reason": "RuntimeError: [pair.cc:561] Connection closed by peer [127.0.0.1]:1", "at": 1.0}
+        )
+    )
+    (tmp_path / "rank1.error.json").write_text(
+        json.dumps({"rank": 1, "status": "failed", "reason": "RuntimeError: rank one fails on purpose", "at": 2.0})
+    )
+    assert ddp.rank_failure(tmp_path, 2, 1) == ("failed", "rank 1: RuntimeError: rank one fails on purpose")
+    # Only the peer reported: the rank that said nothing is the one that went away.
     (tmp_path / "rank1.error.json").unlink()
-    assert distributed._rank_failure(tmp_path, 2, 1)[1].startswith("rank 0: RuntimeError: [pair.cc:561]")
+    assert ddp.rank_failure(tmp_path, 2, 1)[1].startswith("rank 1 died without a report")
+    # A rank that crashed left its fault: it is named with it, whatever the others said.
+    (tmp_path / "rank1.fault").write_text("Fatal Python error: Segmentation fault\n\nCurrent thread ...\n")
+    assert ddp.rank_failure(tmp_path, 2, 1) == ("failed", "rank 1 crashed: Fatal Python error: Segmentation fault")

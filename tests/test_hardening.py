@@ -22,11 +22,23 @@ from typing import Any
 
 import pytest
 
-from torchbenchmark import cli, process
-from torchbenchmark.diagnose import collect_diagnostics
-from torchbenchmark.safe_paths import MAX_NAME_BYTES, OutsideOutputError, UnsafeNameError, case_dir, check_model_name, inside
-from torchbenchmark.sweep import OutputUnusable, SweepArgumentError, SweepOptions, run_sweep
 from tests import faulty_models
+from torchbenchmark import cli
+from torchbenchmark.api import collect_diagnostics
+from torchbenchmark.results.spec import CaseSpec
+from torchbenchmark.run import guard as process
+from torchbenchmark.run.outdir import (
+    MAX_NAME_BYTES,
+    OutputUnusable,
+    OutsideOutputError,
+    UnsafeNameError,
+    case_dir,
+    check_model_name,
+    inside,
+)
+from torchbenchmark.run.sweep import SweepOptions, run_sweep
+
+pytestmark = pytest.mark.slow  # nearly every test here runs cases in processes of their own
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = f"{ROOT / 'tests' / 'tiny_models.py'}:TinyMLP"
@@ -113,9 +125,13 @@ def place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Place]:
 
 def diagnostics(place: Place, *args: str, timeout_s: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(ROOT / "diagnostics.py"), *args], cwd=ROOT, env=place.env(),
-        capture_output=True, text=True, timeout=timeout_s,
-    )  # fmt: skip
+        [sys.executable, str(ROOT / "diagnostics.py"), *args],
+        cwd=ROOT,
+        env=place.env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
 
 
 def one_line_error(err: str, message: str) -> None:
@@ -195,7 +211,7 @@ def test_run_sweep_makes_a_failed_row_of_each_unusable_name(place: Place) -> Non
 def test_collect_diagnostics_refuses_an_unusable_name_before_any_work(place: Place) -> None:
     result = collect_diagnostics(faulty_models.EscapingName, out_dir=place.out)
     assert result.status == "failed" and "UnsafeNameError" in result.error and "path separator" in result.error
-    assert not place.out.exists()
+    assert sorted(p.name for p in place.out.iterdir()) == [".torchbenchmark.lock", "report.html", "runs", "summary.json", "summary.txt"]
     place.check_contained()
 
 
@@ -226,22 +242,31 @@ def test_a_lock_that_is_a_link_is_refused(place: Place, capsys) -> None:
 
 IMPORT_TIMEOUT_S = 30  # the sweep's --timeout, which bounds a plug-in's import too
 IMPORT_FAULT_ROWS = {
-    "HangsAtImport": (f"{IMPORT_FAULTS / 'hangs.py'}:HangsAtImport", f"did not finish within {IMPORT_TIMEOUT_S} s",
-                      ["Timeout", "hangs.py\", line"]),
-    "SegfaultsAtImport": (f"{IMPORT_FAULTS / 'segfaults.py'}:SegfaultsAtImport", "crashed the process (SIGSEGV)",
-                          ["Fatal Python error: Segmentation fault", "segfaults.py\", line"]),
+    "HangsAtImport": (
+        f"{IMPORT_FAULTS / 'hangs.py'}:HangsAtImport",
+        f"did not finish within {IMPORT_TIMEOUT_S} s",
+        ["Timeout", 'hangs.py", line'],
+    ),
+    "SegfaultsAtImport": (
+        f"{IMPORT_FAULTS / 'segfaults.py'}:SegfaultsAtImport",
+        "crashed the process (SIGSEGV)",
+        ["Fatal Python error: Segmentation fault", 'segfaults.py", line'],
+    ),
     "ExitsAtImport": (f"{IMPORT_FAULTS / 'exits_quietly.py'}:ExitsAtImport", "ended the process with status 0", []),
-    "SysExitsAtImport": (f"{IMPORT_FAULTS / 'sys_exits.py'}:SysExitsAtImport", "SystemExit: 3",
-                         ["Traceback", "sys_exits.py\", line"]),
-    "BrokenModel": (f"{ROOT / 'tests' / 'broken_plugin.py'}:BrokenModel", "RuntimeError: injected fault while importing",
-                    ["Traceback", "broken_plugin.py\", line"]),
-}  # fmt: skip
+    "SysExitsAtImport": (f"{IMPORT_FAULTS / 'sys_exits.py'}:SysExitsAtImport", "SystemExit: 3", ["Traceback", 'sys_exits.py", line']),
+    "BrokenModel": (
+        f"{ROOT / 'tests' / 'broken_plugin.py'}:BrokenModel",
+        "RuntimeError: injected fault while importing",
+        ["Traceback", 'broken_plugin.py", line'],
+    ),
+}
 
 
 def test_plugins_that_hang_crash_or_exit_at_import_are_failed_rows_with_their_traceback(place: Place) -> None:
     specs = [spec for spec, _, _ in IMPORT_FAULT_ROWS.values()]
-    done = diagnostics(place, "--models", ",".join([*specs, TINY]), "--modes", "eval",
-                       "--timeout", str(IMPORT_TIMEOUT_S), "--out", str(place.out), *FAST)  # fmt: skip
+    done = diagnostics(
+        place, "--models", ",".join([*specs, TINY]), "--modes", "eval", "--timeout", str(IMPORT_TIMEOUT_S), "--out", str(place.out), *FAST
+    )
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
     rows = place.rows()
@@ -270,7 +295,7 @@ def test_list_shows_a_plugins_own_import_error(place: Place, capsys) -> None:
 def test_run_sweep_takes_a_str_as_one_spec_and_imports_plugins_only_in_a_child(place: Place) -> None:
     spec, reason, _ = IMPORT_FAULT_ROWS["SysExitsAtImport"]
     modules_before = set(sys.modules)
-    outcome = run_sweep(spec, "eval", SweepOptions(out_dir=place.out, timeout_s=IMPORT_TIMEOUT_S, progress=False))
+    outcome = run_sweep(spec, "eval", SweepOptions(case=CaseSpec(timeout_s=IMPORT_TIMEOUT_S), out_dir=place.out, progress=False))
     (row,) = outcome.results
     assert (row.model, row.status) == ("SysExitsAtImport", "failed") and reason in row.error
     assert not [m for m in set(sys.modules) - modules_before if "sys_exits" in m]
@@ -285,10 +310,25 @@ def test_detached_descendants_end_with_their_case(place: Place, tmp_path: Path) 
     pid_dir.mkdir()
     models = ",".join([faulty("SpawnsDetached"), faulty("HangsWithDetachedChild")])
     done = subprocess.run(
-        [sys.executable, str(ROOT / "diagnostics.py"), "--models", models, "--modes", "eval", "--timeout", "20",
-         "--out", str(place.out), *FAST],
-        cwd=ROOT, env=place.env(**{faulty_models.PID_DIR_ENV: str(pid_dir)}), capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(ROOT / "diagnostics.py"),
+            "--models",
+            models,
+            "--modes",
+            "eval",
+            "--timeout",
+            "20",
+            "--out",
+            str(place.out),
+            *FAST,
+        ],
+        cwd=ROOT,
+        env=place.env(**{faulty_models.PID_DIR_ENV: str(pid_dir)}),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 1, done.stderr  # the hang timed out
     rows = place.rows()
     assert rows[("spawns_detached", "eval")]["status"] == "ok"
@@ -304,11 +344,25 @@ def start_sweep_into_a_hang(place: Place, tmp_path: Path) -> tuple[subprocess.Po
     pid_dir.mkdir()
     models = ",".join([TINY, faulty("HangsWithDetachedChild"), faulty("Healthy")])
     sweep = subprocess.Popen(
-        [sys.executable, str(ROOT / "diagnostics.py"), "--models", models, "--modes", "train", "--timeout", "300",
-         "--out", str(place.out), *FAST],
-        cwd=ROOT, env=place.env(**{faulty_models.PID_DIR_ENV: str(pid_dir)}), stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(ROOT / "diagnostics.py"),
+            "--models",
+            models,
+            "--modes",
+            "train",
+            "--timeout",
+            "300",
+            "--out",
+            str(place.out),
+            *FAST,
+        ],
+        cwd=ROOT,
+        env=place.env(**{faulty_models.PID_DIR_ENV: str(pid_dir)}),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     pid_file = pid_dir / "hangs_with_detached_child.pids"
     deadline = time.monotonic() + 180
     while not pid_file.exists():
@@ -348,7 +402,7 @@ def test_guard_dies_with_its_parent_and_takes_its_tree(tmp_path: Path) -> None:
     token = uuid.uuid4().hex
     script = (
         "import os, sys, time\n"
-        "from torchbenchmark import process\n"
+        "from torchbenchmark.run import guard as process\n"
         "child = process.spawn('tests.faulty_imports.hangs', [], os.environ, sys.stdout, sys.stderr)\n"
         "time.sleep(60)\n"
     )
@@ -422,12 +476,12 @@ def test_summary_that_cannot_be_written_is_reported_and_the_cases_still_run(plac
     """A full disk when the record and summary are written (simulated: every such write raises ENOSPC)."""
     import errno
 
-    from torchbenchmark import storage
+    from torchbenchmark.run import outdir
 
     def full(path: Path, text: str) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
 
-    monkeypatch.setattr(storage, "write_atomic", full)
+    monkeypatch.setattr(outdir, "write_atomic", full)
     outcome = run_sweep([faulty(m) for m in ("EmptyName", "NulName")], "eval", SweepOptions(out_dir=place.out, progress=False))
     assert [r.status for r in outcome.results] == ["failed", "failed"]  # both cases ran
     assert outcome.summary_error and "No space left on device" in outcome.summary_error
@@ -482,8 +536,9 @@ def test_a_folder_named_summary_json_is_one_line_and_exit_2(place: Place, capsys
 def test_run_sweep_checks_its_arguments_as_the_command_line_does(
     place: Place, models: Any, modes: Any, options: dict[str, Any], message: str
 ) -> None:
-    with pytest.raises(SweepArgumentError, match=message.replace("(", r"\(")):
-        run_sweep(models, modes, SweepOptions(**{"out_dir": place.out, "progress": False, **options}))
+    out_dir = options.pop("out_dir", place.out)
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):  # SweepArgumentError, or the spec's own
+        run_sweep(models, modes, SweepOptions(case=CaseSpec(**options), out_dir=out_dir, progress=False))
     assert not place.out.exists()
     place.check_contained()
 
@@ -497,11 +552,10 @@ def test_run_sweep_refuses_an_out_it_cannot_make(place: Place) -> None:
 # --- the promises are stated where users read them -------------------------------------------------------
 
 
-def test_help_and_traces_readme_state_the_promises() -> None:
-    help_text = " ".join(cli.build_parser().format_help().split())
-    readme = " ".join((ROOT / "traces" / "README.md").read_text().split())
+def test_traces_readme_and_docs_cli_state_the_promises() -> None:
+    pages = [ROOT / "traces" / "README.md", ROOT / "docs" / "cli.md"]
     cap_mib = (process.LOG_HEAD_BYTES + process.LOG_TAIL_BYTES) >> 20
-    for text in (help_text, readme):
+    for text in (" ".join(page.read_text(encoding="utf-8").split()) for page in pages):
         assert f"capped at {cap_mib} MiB" in text
         assert "first and last" in text and "cut" in text
         assert "under --out" in text or "under the output folder" in text

@@ -13,15 +13,16 @@ from collections.abc import Callable
 import pytest
 import torch
 
-from torchbenchmark import harness
-from torchbenchmark.harness import StepTimer, characterise, closest_pair, measure_windows, timed_call, warm_up
-from torchbenchmark.spec import Budget
+from torchbenchmark.measure import harness
+from torchbenchmark.measure.harness import Pace, StepTimer, characterise, closest_pair, measure_windows, timed_call, warm_up
+from torchbenchmark.measure.schedstat import Sample
+from torchbenchmark.results.spec import Budget
 
 MS = 1_000_000  # ns
 
 
 class FakeClock:
-    """Stands in for the ``time`` module inside torchbenchmark.harness."""
+    """Stands in for the ``time`` module inside torchbenchmark.measure.harness."""
 
     def __init__(self) -> None:
         self.now_ns = 1000 * 10**9  # not zero: a difference of two readings must be one
@@ -36,10 +37,29 @@ class FakeClock:
         self.now_ns += round(ms * MS)
 
 
+class QuietThreads:
+    """Stands in for ``measure.schedstat.ThreadClock`` on the fake clock: every step on a CPU, none waiting."""
+
+    method = "schedstat"
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+
+    def refresh(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def sample(self) -> Sample:
+        return Sample(self.clock.now_ns, self.clock.now_ns, 0, 0)
+
+
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     fake = FakeClock()
     monkeypatch.setattr(harness, "time", fake)
+    monkeypatch.setattr(harness, "ThreadClock", lambda: QuietThreads(fake))
     return fake
 
 
@@ -133,7 +153,7 @@ def test_timed_call_is_the_whole_call_including_its_entry(clock: FakeClock) -> N
 )
 def test_warmup_stops_once_two_windows_of_steps_agree(clock: FakeClock, step_ms: float, calls: list[int]) -> None:
     model = Paced(clock, constant(step_ms))
-    durations, steady = warm_up(model, "eval", Budget(), sync=lambda: None)
+    durations, steady = warm_up(model, "eval", Budget(), Pace())
     assert steady is True
     assert model.calls == calls
     assert durations == [round(step_ms * MS)] * sum(calls)
@@ -145,17 +165,17 @@ def test_warmup_compares_steps_after_the_first_at_the_budgets_tolerance(clock: F
         return 10 if i <= 3 else 11
 
     model = Paced(clock, step_ms)
-    assert warm_up(model, "eval", Budget(warmup_tolerance=0.1), sync=lambda: None)[1] is True
+    assert warm_up(model, "eval", Budget(warmup_tolerance=0.1), Pace())[1] is True
     assert model.calls == [1, 1, 3, 3]  # 10 against 11: within 10%
     model = Paced(clock, step_ms)
-    assert warm_up(model, "eval", Budget(), sync=lambda: None)[1] is True
+    assert warm_up(model, "eval", Budget(), Pace())[1] is True
     assert model.calls == [1, 1, 3, 3, 3]  # not within 5%: one more window of 11 ms steps
 
 
 def test_warmup_gives_up_at_its_time_budget(clock: FakeClock) -> None:
     start = clock.now_ns
     model = Paced(clock, lambda i: 10 * 1.1**i)  # every step 10% slower than the last: never steady
-    durations, steady = warm_up(model, "eval", Budget(warmup_s=2.0), sync=lambda: None)
+    durations, steady = warm_up(model, "eval", Budget(warmup_s=2.0), Pace())
     assert steady is False
     assert max(model.call_starts_ns) - start < 2e9 <= clock.now_ns - start  # no call started after the deadline
     assert len(durations) == model.steps
@@ -164,22 +184,22 @@ def test_warmup_gives_up_at_its_time_budget(clock: FakeClock) -> None:
 def test_warmup_starts_no_call_at_its_deadline(clock: FakeClock) -> None:
     steps_ms = iter([250, 250, 250, 250, 330, 330, 340, 1000])  # never steady; 2 s in all after the seventh
     model = Paced(clock, lambda _: next(steps_ms))
-    assert warm_up(model, "eval", Budget(warmup_s=2.0), sync=lambda: None)[1] is False
+    assert warm_up(model, "eval", Budget(warmup_s=2.0), Pace())[1] is False
     assert model.calls == [1] * 7
 
 
 def test_a_first_step_past_the_warmup_budget_is_not_steady(clock: FakeClock) -> None:
     model = Paced(clock, constant(9000))
-    assert warm_up(model, "eval", Budget(), sync=lambda: None) == ([9000 * MS], False)
+    assert warm_up(model, "eval", Budget(), Pace()) == ([9000 * MS], False)
 
 
 def test_windows_agree_at_exactly_the_tolerance(clock: FakeClock) -> None:
     # Medians 3% apart, in percent of the smaller: two windows. 3.02% of the smaller (2.93% of the
     # larger): a third window, and the two that agree best are kept.
-    assert len(measure_windows(PacedWindows(clock, 100, 103), "eval", Budget(), count=4, sync=lambda: None)) == 2
-    windows = measure_windows(PacedWindows(clock, 100, 103.02, 101), "eval", Budget(), count=4, sync=lambda: None)
+    assert len(measure_windows(PacedWindows(clock, 100, 103), "eval", Budget(), count=4)) == 2
+    windows = measure_windows(PacedWindows(clock, 100, 103.02, 101), "eval", Budget(), count=4)
     assert len(windows) == 3
-    kept, diff = closest_pair(windows)
+    kept, diff = closest_pair([window.durations_ns for window in windows])
     assert kept == [[100 * MS] * 4, [101 * MS] * 4]
     assert diff == pytest.approx(1.0)
 
@@ -196,8 +216,9 @@ def test_windows_agree_at_exactly_the_tolerance(clock: FakeClock) -> None:
 )
 def test_measure_windows_until_two_agree(clock: FakeClock, window_ms, budget: Budget, taken: int) -> None:
     model = PacedWindows(clock, *window_ms)
-    windows = measure_windows(model, "eval", budget, count=5, sync=lambda: None)
-    assert windows == [[window_ms[i] * MS] * 5 for i in range(taken)]
+    windows = measure_windows(model, "eval", budget, count=5)
+    assert [window.durations_ns for window in windows] == [[window_ms[i] * MS] * 5 for i in range(taken)]
+    assert all(len(window.samples) == 5 for window in windows)  # what the kernel saw of each step
     assert model.calls == [6] * taken  # +1 step per window: the first holds the call's entry
 
 
@@ -212,7 +233,7 @@ def test_closest_pair_keeps_the_two_windows_that_agree_and_drops_the_odd_one() -
 
 def test_characterise_on_a_paced_model(clock: FakeClock) -> None:
     model = Paced(clock, constant(10), edge_ms=2)
-    result = characterise(model, "eval", Budget(measure_s=0.1), torch.device("cpu"))
+    result = characterise(model, "eval", Budget(measure_s=0.1), Pace())
     # Warmup: 1 + 1 + 3 + 3 steps; windows of ceil(0.1 s / 10 ms) = 10 (+1) steps; 3 whole niter=1 calls.
     assert model.calls == [1, 1, 3, 3, 11, 11, 1, 1, 1]
     assert (result.warmup_steps, result.steady) == (8, True)
@@ -228,7 +249,7 @@ def test_characterise_on_a_paced_model(clock: FakeClock) -> None:
 def test_characterise_flags_windows_that_never_agree_and_keeps_the_closest(clock: FakeClock) -> None:
     steps = iter([10] * 8 + [10] * 11 + [20] * 11 + [12] * 11 + [10] * 100)
     model = Paced(clock, lambda _: next(steps))
-    result = characterise(model, "eval", Budget(measure_s=0.1, edge_calls=1), torch.device("cpu"))
+    result = characterise(model, "eval", Budget(measure_s=0.1, edge_calls=1), Pace())
     assert model.calls == [1, 1, 3, 3, 11, 11, 11, 1]
     assert result.steps.times_ms == (10.0,) * 10 + (12.0,) * 10
     assert (result.windows, result.windows_agree) == (3, False)
@@ -239,7 +260,7 @@ def test_characterise_flags_windows_that_never_agree_and_keeps_the_closest(clock
 @pytest.mark.parametrize(("second_ms", "third_ms", "agree"), [(103, 0, True), (110, 103.02, False)])
 def test_kept_windows_agree_within_3pct_of_the_smaller_median(clock: FakeClock, second_ms, third_ms, agree) -> None:
     steps = iter([100] * 7 + [100] * 11 + [second_ms] * 11 + [third_ms] * 11 + [10] * 3)
-    result = characterise(Paced(clock, lambda _: next(steps)), "eval", Budget(measure_s=1.0, edge_calls=1), torch.device("cpu"))
+    result = characterise(Paced(clock, lambda _: next(steps)), "eval", Budget(measure_s=1.0, edge_calls=1), Pace())
     assert result.windows_agree is agree
     assert result.window_diff_pct == pytest.approx(3.0 if agree else 3.02)
 
@@ -248,19 +269,19 @@ def test_measured_steps_are_sized_from_the_last_warmup_window(clock: FakeClock) 
     # Threes of 250 and 500 ms steps (never steady), then 900 ms: 2 s / 900 ms -> 3 steps a window.
     steps = iter([250] + ([250] * 3 + [500] * 3) * 2 + [900] * 100)
     model = Paced(clock, lambda _: next(steps))
-    characterise(model, "eval", Budget(warmup_s=60, edge_calls=1), torch.device("cpu"))
+    characterise(model, "eval", Budget(warmup_s=60, edge_calls=1), Pace())
     assert model.calls[-3:] == [4, 4, 1]
 
 
 def test_edge_calls_stop_at_the_edge_budget_after_at_least_one(clock: FakeClock) -> None:
     model = Paced(clock, constant(10), edge_ms=2)
-    characterise(model, "eval", Budget(measure_s=0.1, edge_s=0.001), torch.device("cpu"))
+    characterise(model, "eval", Budget(measure_s=0.1, edge_s=0.001), Pace())
     assert model.calls[-2:] == [11, 1]  # the 1 ms budget is spent by the first 12 ms call
     model = Paced(clock, constant(10), edge_ms=2)
-    characterise(model, "eval", Budget(measure_s=0.1, edge_s=0.03, edge_calls=5), torch.device("cpu"))
+    characterise(model, "eval", Budget(measure_s=0.1, edge_s=0.03, edge_calls=5), Pace())
     assert model.calls[-4:] == [11, 1, 1, 1]  # 24 ms spent after two: a third starts, a fourth does not
     model = Paced(clock, constant(1000), edge_ms=200)
-    characterise(model, "eval", Budget(edge_s=2.4, edge_calls=5), torch.device("cpu"))
+    characterise(model, "eval", Budget(edge_s=2.4, edge_calls=5), Pace())
     assert model.calls[-3:] == [4, 1, 1]  # exactly 2.4 s spent after two: no third
 
 
@@ -275,9 +296,7 @@ def test_budget_measures_about_measure_s_within_floor_and_cap() -> None:
     assert Budget(steps=7).measured_steps(1e9) == 7
 
 
-@pytest.mark.parametrize(
-    "field", ["min_steps", "max_steps", "edge_calls", "light_steps", "detailed_steps", "warmup_window", "steps"]
-)
+@pytest.mark.parametrize("field", ["min_steps", "max_steps", "edge_calls", "light_steps", "detailed_steps", "warmup_window", "steps"])
 def test_budget_refuses_counts_below_one(field: str) -> None:
     with pytest.raises(ValueError, match=f"^{field} must be at least 1$"):
         Budget(**{field: 0})

@@ -8,7 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from torchbenchmark import native_logs
+import pytest
+
+from torchbenchmark.measure import native_logs
 
 ROOT = Path(__file__).resolve().parent.parent
 # Kineto's lines start with its level and a date; c10's with a bracketed level letter and a date.
@@ -20,6 +22,7 @@ def clean_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in ("KINETO_LOG_LEVEL", "TORCH_CPP_LOG_LEVEL")}
 
 
+@pytest.mark.slow
 def test_the_pattern_matches_what_the_profiler_prints_unquieted() -> None:
     """Without the levels, a profile in a fresh interpreter prints the lines this file checks are gone."""
     script = "import torch\nwith torch.profiler.profile(): torch.ones(2) + 1\n"
@@ -27,6 +30,7 @@ def test_the_pattern_matches_what_the_profiler_prints_unquieted() -> None:
     assert NATIVE_LINE.search(done.stderr), done.stderr
 
 
+@pytest.mark.slow
 def test_smoke_test_stderr_holds_no_native_profiler_line() -> None:
     done = subprocess.run(
         [sys.executable, "test.py", "-k", "resnet18"], cwd=ROOT, capture_output=True, text=True, env=clean_environment(), timeout=600
@@ -36,11 +40,12 @@ def test_smoke_test_stderr_holds_no_native_profiler_line() -> None:
     assert not NATIVE_LINE.search(done.stderr), done.stderr
 
 
+@pytest.mark.slow
 def test_collect_diagnostics_in_a_fresh_interpreter_prints_only_the_users_output(tmp_path: Path) -> None:
     tiny = f"{ROOT / 'tests' / 'tiny_models.py'}:TinyMLP"
     script = (
         "import sys, torchbenchmark as tb\n"
-        "from torchbenchmark.harness import Budget\n"
+        "from torchbenchmark.results.spec import Budget\n"
         "print('mine to stderr', file=sys.stderr)\n"
         f"r = tb.collect_diagnostics({tiny!r}, mode='train', out_dir=sys.argv[1], budget=Budget(steps=3))\n"
         "print(r.status)\n"
@@ -53,8 +58,7 @@ def test_collect_diagnostics_in_a_fresh_interpreter_prints_only_the_users_output
     assert done.stderr.strip() == "mine to stderr"
 
 
-def test_a_case_log_gets_kinetos_errors_on_a_gpu_and_keeps_the_users_cpp_level(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(native_logs, "_set_here", {"KINETO_LOG_LEVEL"})
+def test_a_case_log_gets_kinetos_errors_on_a_gpu_and_keeps_the_users_cpp_level() -> None:
     user = {"KINETO_LOG_LEVEL": "6", "TORCH_CPP_LOG_LEVEL": "INFO", "PATH": "/bin"}
     assert native_logs.case_log_environment(user, "cuda:0")["KINETO_LOG_LEVEL"] == "3"
     env = native_logs.case_log_environment(user, "cpu")

@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch.profiler import profile, record_function
 
-from torchbenchmark.trace_analysis import (
+from torchbenchmark.analyze.overhead import (
     PRICED_KINDS,
     overhead_events,
     overhead_events_of_trace,
@@ -94,9 +94,11 @@ def test_least_python_gap_takes_each_gap_at_its_least_over_the_steps() -> None:
     # Two steps of one call each; a preemption lengthens the gap before the call in step 1 and the
     # gap after it in step 2, so each step's total is 40 but no single gap was long in both.
     events = [
-        _step(1, 0.0, dur=50.0), _x("aten::add", 35, 5),  # gaps 35 before, 10 after
-        _step(2, 100.0, dur=50.0), _x("aten::add", 105, 5),  # gaps 5 before, 40 after
-    ]  # fmt: skip
+        _step(1, 0.0, dur=50.0),
+        _x("aten::add", 35, 5),  # gaps 35 before, 10 after
+        _step(2, 100.0, dur=50.0),
+        _x("aten::add", 105, 5),  # gaps 5 before, 40 after
+    ]
     counted = overhead_events(events)
     assert counted.python_gap_us_per_step == (pytest.approx(45), pytest.approx(45))
     assert counted.least_python_gap_us == pytest.approx(5 + 10)

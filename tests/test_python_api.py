@@ -11,7 +11,7 @@ import pytest
 import torchbenchmark
 from tests.tiny_models import TinyMLP
 from torchbenchmark.registry import model_class
-from torchbenchmark.sweep import spec_of
+from torchbenchmark.run.sweep import spec_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,16 +35,21 @@ def test_a_notebook_class_is_a_clear_error() -> None:
         torchbenchmark.run_sweep([notebook_class], ["eval"])
 
 
+def test_dir_and_the_lazy_names_need_no_torch() -> None:
+    assert {"load_summary", "compare", "MODES", "__version__"} <= set(dir(torchbenchmark))
+
+
 # A denormal float survives arithmetic unless the process flushes denormals to zero.
 DENORMAL_AFTER = """
 import sys, torch, torchbenchmark as tb
-from torchbenchmark.harness import Budget
+from torchbenchmark.results.spec import Budget
 tb.collect_diagnostics("{spec}", mode="eval", out_dir=sys.argv[1], budget=Budget(steps=3), detailed=False{extra})
 print((torch.tensor([1e-39]) * 1.0).item() == 0.0)
 """
 
 
 @pytest.mark.parametrize(("extra", "flushed"), [("", "True"), (", steady=False", "False")])
+@pytest.mark.slow
 def test_collect_diagnostics_sets_the_process_up_as_a_sweep_unless_told_not_to(tmp_path: Path, extra: str, flushed: str) -> None:
     script = DENORMAL_AFTER.format(spec=f"{ROOT / 'tests' / 'tiny_models.py'}:TinyMLP", extra=extra)
     done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=600)

@@ -15,10 +15,22 @@ from torchbenchmark.models.vision_classification import TorchVisionClassifier
 
 ROOT = Path(__file__).resolve().parent.parent
 TORCHVISION_CLASSIFIERS = {
-    "resnet18", "resnet50", "resnext50_32x4d", "mobilenet_v2", "mobilenet_v3_large", "shufflenet_v2_x1_0",
-    "squeezenet1_1", "densenet121", "vgg16", "alexnet", "mnasnet1_0", "efficientnet_b0", "vit_b_16",
-    "convnext_tiny", "swin_t",
-}  # fmt: skip
+    "resnet18",
+    "resnet50",
+    "resnext50_32x4d",
+    "mobilenet_v2",
+    "mobilenet_v3_large",
+    "shufflenet_v2_x1_0",
+    "squeezenet1_1",
+    "densenet121",
+    "vgg16",
+    "alexnet",
+    "mnasnet1_0",
+    "efficientnet_b0",
+    "vit_b_16",
+    "convnext_tiny",
+    "swin_t",
+}
 
 
 def test_at_least_30_models_in_9_families_sorted() -> None:
@@ -51,7 +63,9 @@ def test_an_unannotated_model_must_say_why() -> None:
 def _is_metadata_only(cls: type, template: type) -> bool:
     """A subclass made by a template's factory: the template as its only base, and no behaviour of its own."""
     own = {key: value for key, value in vars(cls).items() if not key.startswith("__")}
-    return cls.__bases__ == (template,) and not any(callable(value) or isinstance(value, (staticmethod, classmethod, property)) for value in own.values())
+    return cls.__bases__ == (template,) and not any(
+        callable(value) or isinstance(value, (staticmethod, classmethod, property)) for value in own.values()
+    )
 
 
 @pytest.mark.parametrize("name", sorted(TORCHVISION_CLASSIFIERS))
@@ -80,6 +94,7 @@ def test_transformers_language_models_share_their_template() -> None:
             assert _is_metadata_only(cls, HuggingFaceModel), name
 
 
+@pytest.mark.slow
 def test_listing_and_loading_classes_imports_no_heavy_package() -> None:
     code = (
         "import sys, torchbenchmark as tb\n"

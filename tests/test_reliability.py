@@ -22,8 +22,12 @@ from typing import Any
 import pytest
 import torch
 
-from torchbenchmark import cli, registry
 from tests import faulty_models
+from torchbenchmark import cli, registry
+from torchbenchmark.cli import listing
+
+pytestmark = pytest.mark.slow  # sweeps of faulty models, each case in processes of its own
+
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = f"{ROOT / 'tests' / 'tiny_models.py'}:TinyMLP"  # the good model in every sweep: rows "tiny_mlp"
@@ -88,18 +92,46 @@ class Sweep:
 SWEEPS = {
     # Faults inside train cases, beside one good model.
     "train": (
-        ["--modes", "train", "--timeout", "120", "--models", ",".join([
-            TINY, faulty("RaisesInBuild"), faulty("RaisesInTrain"), faulty("OutOfMemory"),
-            faulty("MissingDependency"), faulty("Aborts"), faulty("Segfaults"), faulty("KillsItself"),
-            faulty("AbortsLeavingChild"), BROKEN_PLUGIN, faulty("Healthy"),
-        ])]
-    ),  # fmt: skip
+        [
+            "--modes",
+            "train",
+            "--timeout",
+            "120",
+            "--models",
+            ",".join(
+                [
+                    TINY,
+                    faulty("RaisesInBuild"),
+                    faulty("RaisesInTrain"),
+                    faulty("OutOfMemory"),
+                    faulty("MissingDependency"),
+                    faulty("Aborts"),
+                    faulty("Segfaults"),
+                    faulty("KillsItself"),
+                    faulty("AbortsLeavingChild"),
+                    BROKEN_PLUGIN,
+                    faulty("Healthy"),
+                ]
+            ),
+        ]
+    ),
     # Faults of eval cases, beside the good model.
     "eval": (
-        ["--modes", "eval", "--timeout", "120", "--models", ",".join([
-            faulty("RaisesInEval"), faulty("EvalNotImplemented"), TINY,
-        ])]
-    ),  # fmt: skip
+        [
+            "--modes",
+            "eval",
+            "--timeout",
+            "120",
+            "--models",
+            ",".join(
+                [
+                    faulty("RaisesInEval"),
+                    faulty("EvalNotImplemented"),
+                    TINY,
+                ]
+            ),
+        ]
+    ),
     # A hang alone, under a short timeout no good case has to share: a timeout is the sweep's only fault.
     "hang": ["--modes", "eval", "--timeout", str(HANG_TIMEOUT_S), "--models", faulty("HangsWithChild")],
 }
@@ -117,8 +149,12 @@ def sweeps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Sweep]:
             (out / "healthy").write_bytes(sentinels[out / "healthy"])
         process = subprocess.Popen(
             diagnostics_command(*args, "--out", str(out), *FAST),
-            cwd=ROOT, env=worker_env(pid_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            cwd=ROOT,
+            env=worker_env(pid_dir),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         running[name] = (process, out, sentinels, pid_dir)
     done = {}
     for name, (process, out, sentinels, pid_dir) in running.items():
@@ -219,9 +255,9 @@ def test_list_shows_a_plugin_with_a_missing_requirement_unavailable(capsys: pyte
 def test_list_shows_a_registered_model_with_a_missing_requirement_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "torchbenchmark.models.faulty_models", faulty_models)
     monkeypatch.setitem(registry._MODELS, "missing_dependency", "faulty_models:MissingDependency")
-    line = next(line for line in cli.list_table().splitlines() if line.startswith("missing_dependency"))
+    line = next(line for line in listing.listing().splitlines() if line.startswith("missing_dependency"))
     assert f"unavailable: needs {faulty_models.MISSING_PACKAGE}" in line
-    assert "resnet50" in cli.list_table()
+    assert "resnet50" in listing.listing()
 
 
 def test_exit_status_is_zero_when_every_case_is_ok_or_skipped_and_a_rerun_keeps_other_rows(sweeps, tmp_path: Path) -> None:
@@ -232,8 +268,12 @@ def test_exit_status_is_zero_when_every_case_is_ok_or_skipped_and_a_rerun_keeps_
     before = read_rows(out)
     done = subprocess.run(
         diagnostics_command("--models", f"{TINY},{faulty('MissingDependency')}", "--modes", "train", "--out", str(out), *FAST),
-        cwd=ROOT, env=worker_env(tmp_path), capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=worker_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     after = read_rows(out)
     assert set(after) == set(before)
@@ -244,9 +284,7 @@ def test_exit_status_is_zero_when_every_case_is_ok_or_skipped_and_a_rerun_keeps_
     # --no-detailed: the light profile only.
     assert after[("tiny_mlp", "train")]["traces"]["detailed"] is None
     assert not (out / "tiny_mlp" / "train-cpu-detailed.pt.trace.json.gz").exists()
-    assert {key: row for key, row in after.items() if key not in rerun} == {
-        key: row for key, row in before.items() if key not in rerun
-    }
+    assert {key: row for key, row in after.items() if key not in rerun} == {key: row for key, row in before.items() if key not in rerun}
     assert_untouched(sentinels)
     assert_untouched(sweeps["train"].sentinels)  # the copy's origin was not touched either
 
@@ -263,10 +301,14 @@ def test_signal_ends_the_running_case_and_marks_the_rest_interrupted(tmp_path: P
     models = ",".join([TINY, faulty("Hangs"), faulty("Healthy")])
     sweep = subprocess.Popen(
         diagnostics_command("--models", models, "--modes", "train", "--timeout", "300", "--out", str(out), *FAST),
-        cwd=ROOT, env=worker_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT,
+        env=worker_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         # As a shell or CI starts a background job: SIGINT ignored. The sweep must still stop on it.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
-    )  # fmt: skip
+    )
     pid_file = tmp_path / "hangs.pids"
     try:
         deadline = time.monotonic() + 180
@@ -302,8 +344,12 @@ def test_second_sweep_into_a_folder_in_use_is_refused(tmp_path: Path) -> None:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         done = subprocess.run(
             diagnostics_command("--models", TINY, "--out", str(out), *FAST),
-            cwd=ROOT, env=worker_env(tmp_path), capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+            cwd=ROOT,
+            env=worker_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "in use by another diagnostics run" in done.stderr
     assert sorted(p.name for p in out.rglob("*")) == sorted([".torchbenchmark.lock", "my-notes.txt", "tiny_mlp", "my-notes.txt"])
@@ -348,7 +394,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(
         assert not out.exists()
 
 
-@pytest.mark.parametrize("where, message", [("file", "exists and is not a folder"), ("under-file", "cannot create it")])
+@pytest.mark.parametrize("where, message", [("file", "exists and is not a folder"), ("under-file", "cannot create the output folder")])
 def test_out_that_is_a_file_or_cannot_be_made_is_refused(tmp_path: Path, capsys, where: str, message: str) -> None:
     existing = tmp_path / "results.csv"
     existing.write_bytes(b"the user's data\n")
@@ -364,15 +410,29 @@ def test_bad_input_from_the_command_line(tmp_path: Path) -> None:
     """The same through the script itself: exit status 2 and one line, with no Python traceback."""
     done = subprocess.run(
         diagnostics_command("--models", "resnet5", "--out", str(tmp_path / "out")),
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "did you mean resnet50" in done.stderr
     assert not (tmp_path / "out").exists()
 
 
 def test_help_documents_the_exit_statuses() -> None:
-    text = cli.build_parser().format_help()
-    for fragment in ("exit status", "0 every case ok or skipped", "1 a case failed or timed out", "2 usage error",
-                     "130 interrupted by Ctrl-C", "143 interrupted by SIGTERM"):  # fmt: skip
+    from torchbenchmark.cli.sweep import build_parser
+
+    text = " ".join(build_parser().format_help().split())
+    for fragment in (
+        "exit status",
+        "0 every case ok or skipped",
+        "1 a case failed or timed out",
+        "2 usage error",
+        "130 Ctrl-C",
+        "143 SIGTERM",
+        "129 SIGHUP",
+        "3 (--baseline) nothing slower but something inconclusive",
+    ):
         assert fragment in text
+    assert len(build_parser().format_help().splitlines()) <= 50

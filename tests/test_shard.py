@@ -9,19 +9,23 @@ from typing import Any
 
 import pytest
 
-from torchbenchmark import cli, merge, shard, storage, sweep
-from torchbenchmark.report import case_id
-from torchbenchmark.results import CaseResult, StepTime
-from torchbenchmark.shard import Shard
-from torchbenchmark.storage import load_summary
-from torchbenchmark.sweep import SweepOptions, run_sweep
+from torchbenchmark import cli
+from torchbenchmark.api import load_summary
+from torchbenchmark.cli import merge as merge_cli
+from torchbenchmark.measure.peak import MachinePeak
+from torchbenchmark.report.plots import case_id
+from torchbenchmark.results.schema import CaseResult, StepTime, Traces, sort_rows
+from torchbenchmark.results.spec import CaseSpec
+from torchbenchmark.run import case as case_process
+from torchbenchmark.run import merge, shard, sweep
+from torchbenchmark.run.shard import Shard
+from torchbenchmark.run.sweep import SweepOptions, run_sweep
 
 MODELS = ["a", "b", "c", "d", "e", "f", "g"]
-COSTS = {("a", "train"): 30.0, ("b", "train"): 10.0, ("c", "train"): 10.0, ("d", "train"): 5.0,
-         ("e", "train"): 5.0, ("a", "eval"): 8.0}  # fmt: skip
+COSTS = {("a", "train"): 30.0, ("b", "train"): 10.0, ("c", "train"): 10.0, ("d", "train"): 5.0, ("e", "train"): 5.0, ("a", "eval"): 8.0}
 
 
-def fake_case(spec: Any, name: str, out_dir: Path) -> CaseResult:
+def fake_case(spec: Any, name: str, out_dir: Path, on_phase: Any = None) -> CaseResult:
     """A case's process stand-in: a row whose step time is a function of the case alone."""
     ms = 1.0 + MODELS.index(name) + (0.5 if spec.mode == "eval" else 0.0)
     return CaseResult(model=name, mode=spec.mode, device="cpu", status="ok", batch_size=4, step_time=StepTime(ms, 0.1, ms, 10))
@@ -29,18 +33,19 @@ def fake_case(spec: Any, name: str, out_dir: Path) -> CaseResult:
 
 @pytest.fixture
 def fake_sweep(monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setattr(sweep, "_run_case", fake_case)
+    monkeypatch.setattr(case_process, "run_case", fake_case)
     monkeypatch.setattr(sweep, "list_models", lambda: sorted(MODELS))  # the fake names count as registered
+    monkeypatch.setattr(sweep, "measure_peak", lambda *args: MachinePeak(100.0, "test"))
     monkeypatch.setattr(shard, "reference_costs", lambda: COSTS)
 
-    def run(out: Path, **options: Any) -> sweep.SweepOutcome:
-        return run_sweep(MODELS, ["train", "eval"], SweepOptions(out_dir=out, progress=False, **options))
+    def run(out: Path, shard: Shard | None = None, **case: Any) -> sweep.SweepOutcome:
+        return run_sweep(MODELS, ["train", "eval"], SweepOptions(case=CaseSpec(**case), out_dir=out, shard=shard, progress=False))
 
     return run
 
 
 def comparable(rows: Any) -> list[dict[str, Any]]:
-    return [{k: v for k, v in row.to_dict().items() if k != "run_id"} for row in storage.sort_rows(rows)]
+    return [{k: v for k, v in row.to_dict().items() if k != "run_id"} for row in sort_rows(rows)]
 
 
 def test_shards_partition_the_cases_the_same_way_every_time() -> None:
@@ -57,7 +62,8 @@ def test_shards_partition_the_cases_the_same_way_every_time() -> None:
     assert shard.partition(list(costs), 2, costs) == [[("a", "train"), ("d", "train")], [("b", "train"), ("c", "train")]]
     # A case without a cost costs the median of the known ones (4.5 here): it goes where a 4.5 s case would.
     assert shard.partition([*costs, ("new", "train")], 2, costs) == [
-        [("a", "train"), ("c", "train")], [("b", "train"), ("d", "train"), ("new", "train")]
+        [("a", "train"), ("c", "train")],
+        [("b", "train"), ("d", "train"), ("new", "train")],
     ]
     # No cost table: balanced by count.
     by_count = shard.partition(cases, 3, {})
@@ -91,7 +97,7 @@ def test_shards_merge_back_into_the_unsharded_set(fake_sweep: Any, tmp_path: Pat
     page = (tmp_path / "merged" / "report.html").read_text()
     assert all(f'id="{case_id(row)}"' in page for row in merged.rows)
     # Merging the same shards again changes nothing: the same runs, not a conflict.
-    assert merge.main([str(out) for out in shards] + ["--out", str(tmp_path / "merged")]) == 0
+    assert merge_cli.main([str(out) for out in shards] + ["--out", str(tmp_path / "merged")]) == 0
     assert comparable(load_summary(tmp_path / "merged").rows) == comparable(merged.rows)
 
 
@@ -112,8 +118,9 @@ def test_merge_refuses_shards_with_different_flags(fake_sweep: Any, tmp_path: Pa
     assert not (tmp_path / "m" / "summary.json").exists(), "a refused merge wrote something"
 
 
-def test_merge_refuses_overlapping_shards_unless_told_to_keep_the_latest(fake_sweep: Any, tmp_path: Path,
-                                                                         capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_merge_refuses_overlapping_shards_unless_told_to_keep_the_latest(
+    fake_sweep: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     fake_sweep(tmp_path / "s1", shard=Shard(1, 2))
     fake_sweep(tmp_path / "again", shard=Shard(1, 2))  # the same shard run twice: every case in both
     args = ["merge", str(tmp_path / "s1"), str(tmp_path / "again"), "--out", str(tmp_path / "m")]
@@ -143,15 +150,15 @@ def test_shards_from_other_machines_are_marked(fake_sweep: Any, tmp_path: Path) 
 
 
 def test_merge_copies_the_files_rows_name(fake_sweep: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def with_trace(spec: Any, name: str, out_dir: Path) -> CaseResult:
+    def with_trace(spec: Any, name: str, out_dir: Path, on_phase: Any = None) -> CaseResult:
         (out_dir / name).mkdir(parents=True, exist_ok=True)
         (out_dir / name / f"{spec.mode}-cpu.pt.trace.json.gz").write_bytes(b"trace")
         row = fake_case(spec, name, out_dir)
-        return dataclasses.replace(row, traces={"light": f"{name}/{spec.mode}-cpu.pt.trace.json.gz", "detailed": None})
+        return dataclasses.replace(row, traces=Traces(f"{name}/{spec.mode}-cpu.pt.trace.json.gz"))
 
-    monkeypatch.setattr(sweep, "_run_case", with_trace)
+    monkeypatch.setattr(case_process, "run_case", with_trace)
     fake_sweep(tmp_path / "s1", shard=Shard(1, 2))
     fake_sweep(tmp_path / "s2", shard=Shard(2, 2))
     merge.merge([tmp_path / "s1", tmp_path / "s2"], tmp_path / "m")
     for row in load_summary(tmp_path / "m").rows:
-        assert (tmp_path / "m" / row.traces["light"]).read_bytes() == b"trace"
+        assert (tmp_path / "m" / row.traces.light).read_bytes() == b"trace"

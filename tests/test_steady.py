@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from torchbenchmark import steady
+from torchbenchmark.measure import steady
 
 ON_GLIBC = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
 
@@ -20,7 +20,7 @@ ON_GLIBC = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
 # faults its pages in again, unless told to keep freed memory.
 CHURN = """
 import json, resource, sys, torch
-from torchbenchmark.steady import steady_process
+from torchbenchmark.measure.steady import steady_process
 setting = steady_process() if sys.argv[1] == "steady" else None
 for _ in range(10):
     torch.ones(16 << 20)
@@ -42,6 +42,7 @@ def churn(variant: str, **env: str) -> dict:
     return json.loads(done.stdout)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not ON_GLIBC, reason="the allocator setting applies to glibc's malloc only")
 def test_steady_process_keeps_freed_tensor_memory_instead_of_faulting_it_in_every_time() -> None:
     default, kept = churn("default"), churn("steady")
@@ -55,6 +56,7 @@ THP_MODE = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 MADVISE = THP_MODE.exists() and "[madvise]" in THP_MODE.read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (ON_GLIBC and MADVISE), reason="huge pages on request: Linux with THP in madvise mode")
 def test_steady_process_puts_large_tensors_in_huge_pages_unless_the_user_said_otherwise() -> None:
     default, kept = churn("default"), churn("steady")
@@ -74,16 +76,24 @@ def test_a_users_own_allocator_is_left_alone(monkeypatch: pytest.MonkeyPatch) ->
     assert steady.malloc_setting() == "the user's: LD_PRELOAD=/usr/lib/libjemalloc.so.2"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not ON_GLIBC, reason="the allocator setting applies to glibc's malloc only")
 def test_a_users_tunables_win_over_ours() -> None:
     user = churn("steady", GLIBC_TUNABLES="glibc.malloc.mmap_threshold=1048576")
     assert user["setting"].startswith("the user's") and user["faults"] > 9 * (64 << 20) // 4096 // 2
 
 
+@pytest.mark.slow
 def test_denormals_are_flushed() -> None:
     done = subprocess.run(
-        [sys.executable, "-c", "import torch; from torchbenchmark.steady import steady_process; steady_process();"
-         "print(torch.tensor([1e-40]).mul(1.0).item())"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import torch; from torchbenchmark.measure.steady import steady_process; steady_process();"
+            "print(torch.tensor([1e-40]).mul(1.0).item())",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert float(done.stdout) == 0.0

@@ -9,14 +9,27 @@ from typing import Any
 
 import pytest
 
-from torchbenchmark import storage, sweep
-from torchbenchmark.results import CaseResult, Costs, Samples, StepTime
-from torchbenchmark.storage import RunRecord, StorageError, load_summary
-from torchbenchmark.summary import render_text
-from torchbenchmark.sweep import SweepOptions, run_sweep
+from torchbenchmark.analyze import pooling
+from torchbenchmark.api import load_summary
+from torchbenchmark.measure.peak import MachinePeak
+from torchbenchmark.report.summary import render_text
+from torchbenchmark.results import files, records
+from torchbenchmark.results.files import StorageError
+from torchbenchmark.results.records import RunRecord
+from torchbenchmark.results.schema import CaseResult, Costs, Samples, StepTime
+from torchbenchmark.run import case as case_process
+from torchbenchmark.run import outdir, sweep
+from torchbenchmark.run.sweep import SweepOptions, run_sweep
 
-ENV = {"host": "box", "cpu": "Test CPU", "cpu_count": 2, "device_name": "Test CPU", "torch": "2.14.1",
-       "started_at": "2026-01-01T00:00:00+00:00", "threads": 2}  # fmt: skip
+ENV = {
+    "host": "box",
+    "cpu": "Test CPU",
+    "cpu_count": 2,
+    "device_name": "Test CPU",
+    "torch": "2.14.1",
+    "started_at": "2026-01-01T00:00:00+00:00",
+    "threads": 2,
+}
 
 
 def ok_row(model: str, ms: float, mode: str = "train") -> CaseResult:
@@ -26,7 +39,7 @@ def ok_row(model: str, ms: float, mode: str = "train") -> CaseResult:
 def fake_case(timings: dict[str, float]) -> Any:
     """A stand-in for a case's process: a row at the given step time, or Ctrl-C where it says 'stop'."""
 
-    def run_case(spec: Any, name: str, out_dir: Path) -> CaseResult:
+    def run_case(spec: Any, name: str, out_dir: Path, on_phase: Any = None) -> CaseResult:
         ms = timings[name]
         if ms == "stop":
             raise KeyboardInterrupt
@@ -36,7 +49,8 @@ def fake_case(timings: dict[str, float]) -> Any:
 
 
 def sweep_with(monkeypatch: pytest.MonkeyPatch, out: Path, timings: dict[str, Any]) -> sweep.SweepOutcome:
-    monkeypatch.setattr(sweep, "_run_case", fake_case(timings))
+    monkeypatch.setattr(case_process, "run_case", fake_case(timings))
+    monkeypatch.setattr(sweep, "measure_peak", lambda *args: MachinePeak(100.0, "test"))
     monkeypatch.setattr(sweep, "list_models", lambda: sorted(timings))  # the fake names count as registered
     return run_sweep(list(timings), ["train"], SweepOptions(out_dir=out, progress=False))
 
@@ -50,7 +64,7 @@ def test_each_run_writes_one_record_and_never_changes_it(monkeypatch: pytest.Mon
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == sorted([first.record.name, second.record.name])
     assert first.run_id < second.run_id, "run ids sort by start time"
     record = json.loads(first.record.read_text())
-    assert record["schema_version"] == storage.SCHEMA_VERSION and record["state"] == "complete"
+    assert record["schema_version"] == records.SCHEMA_VERSION and record["state"] == "complete"
     assert [r["model"] for r in record["results"]] == ["a", "b"]
     assert record["results"][0]["samples"] == {"process_medians_ms": [], "window_medians_ms": []}
     # The view: the latest row per case, each saying which run it came from.
@@ -71,10 +85,10 @@ def test_summary_header_counts_this_run_apart_and_marks_carried_rows(monkeypatch
 
 def test_rows_from_another_machine_are_marked() -> None:
     mine, theirs = RunRecord("2", ENV, None, (ok_row("a", 1.0),)), RunRecord("1", {**ENV, "host": "other"}, None, (ok_row("b", 1.0),))
-    summary = storage.summary_of_records([theirs, mine], "out")
+    summary = records.summary_of_records([theirs, mine], "out")
     row_b = next(line for line in render_text(summary, "2").splitlines() if line.startswith("b "))
     assert "*" in row_b
-    same = storage.summary_of_records([RunRecord("1", ENV, None, (ok_row("b", 1.0),)), mine], "out")
+    same = records.summary_of_records([RunRecord("1", ENV, None, (ok_row("b", 1.0),)), mine], "out")
     assert "*" not in next(line for line in render_text(same, "2").splitlines() if line.startswith("b "))
 
 
@@ -101,12 +115,16 @@ def write(path: Path, text: str) -> Path:
     ("text", "message"),
     [
         ('{"schema_version": 2, "run_id": "x", "environment": {}, "results": [{"model": "a", "mo', "not valid JSON"),
-        ('[1, 2]', "expected a JSON object"),
+        ("[1, 2]", "expected a JSON object"),
         ('{"schema_version": 99, "run_id": "x", "environment": {}, "results": []}', "schema_version 99"),
-        ('{"schema_version": 2, "run_id": "x", "environment": {}, "results": [{"model": "a", "mode": "train", "device": "cpu"}]}',
-         r"results\[0\]: row a train cpu has no status"),
-        ('{"schema_version": 2, "run_id": "x", "environment": {}, "results": [{"model": "a", "mode": "train", "device": "cpu", "status": "great"}]}',
-         "status must be one of"),
+        (
+            '{"schema_version": 2, "run_id": "x", "environment": {}, "results": [{"model": "a", "mode": "train", "device": "cpu"}]}',
+            r"results\[0\] \(a train cpu\) has no status",
+        ),
+        (
+            '{"schema_version": 2, "run_id": "x", "environment": {}, "results": [{"model": "a", "mode": "train", "device": "cpu", "status": "great"}]}',
+            "status must be one of",
+        ),
     ],
     ids=["truncated", "wrong-shape", "future-version", "row-without-status", "unknown-status"],
 )
@@ -121,7 +139,7 @@ def test_a_bad_record_stops_the_sweep_before_it_writes(monkeypatch: pytest.Monke
     write(tmp_path / "runs" / "x.json", "{not json")
     with pytest.raises(StorageError):
         sweep_with(monkeypatch, tmp_path, {"a": 1.0})
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".torchbenchmark.lock", "runs"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]  # not even the lock
     assert [p.name for p in (tmp_path / "runs").iterdir()] == ["x.json"]
 
 
@@ -151,9 +169,11 @@ def test_a_corrupt_summary_from_before_records_stops_the_sweep(monkeypatch: pyte
 
 def test_unknown_fields_are_kept(tmp_path: Path) -> None:
     row = {**ok_row("a", 1.0).to_dict(), "from_the_future": {"x": 1}}
-    path = write(tmp_path / "runs" / "r.json", json.dumps(
-        {"schema_version": 2, "run_id": "r", "environment": ENV, "results": [row], "also_new": True}))  # fmt: skip
-    record = storage.read_record(path)
+    path = write(
+        tmp_path / "runs" / "r.json",
+        json.dumps({"schema_version": 2, "run_id": "r", "environment": ENV, "results": [row], "also_new": True}),
+    )
+    record = records.read_record(path)
     assert record.rows[0].to_dict()["from_the_future"] == {"x": 1}
     assert record.to_dict()["also_new"] is True
 
@@ -164,9 +184,9 @@ def test_write_atomic_leaves_no_temporary_file_when_the_write_fails(monkeypatch:
     def full_disk(*args: Any) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(storage.os, "fsync", full_disk)
+    monkeypatch.setattr(files.os, "fsync", full_disk)
     with pytest.raises(OSError, match="No space"):
-        storage.write_atomic(target, "new")
+        files.write_atomic(target, "new")
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]
 
@@ -175,19 +195,28 @@ def timed_row(model: str, medians: tuple[float, ...], batch_size: int = 4, statu
     if status != "ok":
         return CaseResult(model=model, mode="train", device="cpu", status=status, error="boom")
     ms = sorted(medians)[len(medians) // 2]
-    return CaseResult(model=model, mode="train", device="cpu", status="ok", batch_size=batch_size,
-                      step_time=StepTime(ms, 0.1, ms, 10), samples=Samples(medians, tuple((m,) for m in medians)))  # fmt: skip
+    return CaseResult(
+        model=model,
+        mode="train",
+        device="cpu",
+        status="ok",
+        batch_size=batch_size,
+        step_time=StepTime(ms, 0.1, ms, 10),
+        samples=Samples(medians, tuple((m,) for m in medians)),
+    )
 
 
 def test_pooling_joins_the_processes_of_every_run_that_measured_a_case_alike(tmp_path: Path) -> None:
-    runs = [("20260101T000001.000000Z-aaaa", ENV, [timed_row("a", (10.0,)), timed_row("b", (5.0,))]),
-            ("20260101T000002.000000Z-bbbb", ENV, [timed_row("a", (11.0, 12.0)), timed_row("b", (6.0,), batch_size=8)]),
-            ("20260101T000003.000000Z-cccc", {**ENV, "torch": "2.15.0"}, [timed_row("c", (1.0,))]),
-            ("20260101T000004.000000Z-dddd", ENV, [timed_row("a", (13.0,)), timed_row("c", (2.0,))]),
-            ("20260101T000005.000000Z-eeee", {**ENV, "threads": 1}, [timed_row("d", (3.0,))]),
-            ("20260101T000006.000000Z-ffff", {**ENV, "threads": 2}, [timed_row("d", (4.0,))])]  # fmt: skip
+    runs = [
+        ("20260101T000001.000000Z-aaaa", ENV, [timed_row("a", (10.0,)), timed_row("b", (5.0,))]),
+        ("20260101T000002.000000Z-bbbb", ENV, [timed_row("a", (11.0, 12.0)), timed_row("b", (6.0,), batch_size=8)]),
+        ("20260101T000003.000000Z-cccc", {**ENV, "torch": "2.15.0"}, [timed_row("c", (1.0,))]),
+        ("20260101T000004.000000Z-dddd", ENV, [timed_row("a", (13.0,)), timed_row("c", (2.0,))]),
+        ("20260101T000005.000000Z-eeee", {**ENV, "threads": 1}, [timed_row("d", (3.0,))]),
+        ("20260101T000006.000000Z-ffff", {**ENV, "threads": 2}, [timed_row("d", (4.0,))]),
+    ]
     for run_id, env, rows in runs:
-        storage.write_record(tmp_path, RunRecord(run_id, env, None, tuple(rows), state="complete"))
+        outdir.write_record(tmp_path, RunRecord(run_id, env, None, tuple(rows), state="complete"))
     latest = {row.model: row for row in load_summary(tmp_path).rows}
     pooled = {row.model: row for row in load_summary(tmp_path, pool=True).rows}
     # a: every run's processes, oldest first; the step time is their median; the row stays the latest run's.
@@ -206,35 +235,50 @@ def test_pooling_joins_the_processes_of_every_run_that_measured_a_case_alike(tmp
 def test_repeat_and_pool_time_a_case_alike() -> None:
     """The processes of one run (--repeat) and of several runs (--pool) give one row the same way: the
     median of their medians, the median IQR, the least step, and the per-second costs at that median."""
-    costs = Costs(flops_per_step=10**9, flops_by_kind={"matmul": 10**9}, flops_note=None, achieved_gflops=100.0,
-                  pct_of_peak=50.0, compute_limit="arithmetic", peak_memory_mb=1.0, state_memory_mb=None,
-                  memory_method="test", peak_rss_mb=None, samples_per_s=400.0)  # fmt: skip
+    costs = Costs(
+        flops_per_step=10**9,
+        flops_by_kind={"matmul": 10**9},
+        flops_note=None,
+        achieved_gflops=100.0,
+        pct_of_peak=50.0,
+        compute_limit="arithmetic",
+        peak_memory_mb=1.0,
+        state_memory_mb=None,
+        memory_method="test",
+        peak_rss_mb=None,
+        samples_per_s=400.0,
+    )
     first = dataclasses.replace(timed_row("a", (10.0,)), step_time=StepTime(10.0, 0.5, 9.0, 10), costs=costs)
-    processes = [first, dataclasses.replace(timed_row("a", (20.0,)), step_time=StepTime(20.0, 1.5, 19.0, 10)),
-                 dataclasses.replace(timed_row("a", (30.0,)), step_time=StepTime(30.0, 1.0, 29.0, 10))]  # fmt: skip
-    repeated = sweep.combine_repeats(processes)
-    assert repeated == storage.pool_processes(first, processes)
+    processes = [
+        first,
+        dataclasses.replace(timed_row("a", (20.0,)), step_time=StepTime(20.0, 1.5, 19.0, 10)),
+        dataclasses.replace(timed_row("a", (30.0,)), step_time=StepTime(30.0, 1.0, 29.0, 10)),
+    ]
+    repeated = pooling.combine_repeats(processes)
+    assert repeated == pooling.pool_processes(first, processes)
     assert repeated.step_time == StepTime(20.0, 1.0, 9.0, 30)
     assert repeated.samples.process_medians_ms == (10.0, 20.0, 30.0)
     assert (repeated.costs.achieved_gflops, repeated.costs.samples_per_s, repeated.costs.pct_of_peak) == (50.0, 200.0, 25.0)
     # A process that failed ends the case: its row, with the samples of the processes before it.
-    failed = sweep.combine_repeats([first, timed_row("a", (), status="failed"), processes[2]])
+    failed = pooling.combine_repeats([first, timed_row("a", (), status="failed"), processes[2]])
     assert failed.status == "failed" and failed.samples.process_medians_ms == (10.0,)
-    assert sweep.combine_repeats([timed_row("a", (), status="failed"), first]).samples.process_medians_ms == ()
+    assert pooling.combine_repeats([timed_row("a", (), status="failed"), first]).samples.process_medians_ms == ()
 
 
 def test_pooling_leaves_a_case_whose_latest_run_failed_as_it_is(tmp_path: Path) -> None:
-    for run_id, row in (("20260101T000001.000000Z-aaaa", timed_row("a", (10.0,))),
-                        ("20260101T000002.000000Z-bbbb", timed_row("a", (), status="failed")),
-                        ("20260101T000003.000000Z-cccc", timed_row("b", (1.0,)))):  # fmt: skip
-        storage.write_record(tmp_path, RunRecord(run_id, ENV, None, (row,), state="complete"))
+    for run_id, row in (
+        ("20260101T000001.000000Z-aaaa", timed_row("a", (10.0,))),
+        ("20260101T000002.000000Z-bbbb", timed_row("a", (), status="failed")),
+        ("20260101T000003.000000Z-cccc", timed_row("b", (1.0,))),
+    ):
+        outdir.write_record(tmp_path, RunRecord(run_id, ENV, None, (row,), state="complete"))
     pooled = {row.model: row for row in load_summary(tmp_path, pool=True).rows}
     assert pooled["a"].status == "failed"
     assert pooled["b"].samples.process_medians_ms == (1.0,)
 
 
 def test_pooling_needs_an_output_folder_of_records(tmp_path: Path) -> None:
-    storage.write_record(tmp_path, RunRecord("20260101T000001.000000Z-aaaa", ENV, None, (timed_row("a", (1.0,)),), state="complete"))
+    outdir.write_record(tmp_path, RunRecord("20260101T000001.000000Z-aaaa", ENV, None, (timed_row("a", (1.0,)),), state="complete"))
     record = next((tmp_path / "runs").glob("*.json"))
     for path in (record, tmp_path / "missing", tmp_path / "runs"):
         with pytest.raises(StorageError, match="pooling needs an output folder with run records"):

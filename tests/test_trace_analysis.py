@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from torchbenchmark.trace_analysis import load_events, summarize_events, summarize_trace
+from torchbenchmark.analyze.steps import summarize_events, summarize_trace
+from torchbenchmark.analyze.trace import load_events
 
 REAL_TRACE = Path(__file__).parent / "data" / "tiny_mlp_train.pt.trace.json.gz"
 

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from torchbenchmark import dispatch
-from torchbenchmark import trace_analysis as analysis
-from torchbenchmark.trace_analysis import load_events, summarize_events, summarize_trace
+from torchbenchmark.analyze import steps as analysis
+from torchbenchmark.analyze import verdict as dispatch
+from torchbenchmark.analyze.steps import summarize_events, summarize_trace
+from torchbenchmark.analyze.trace import load_events
 
 DATA = Path(__file__).parent / "data"
 CPU_PACED = DATA / "cuda_cpu_paced.pt.trace.json"

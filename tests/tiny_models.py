@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import signal
 import sys
 import time
 from typing import Any
@@ -339,3 +340,14 @@ class RankOneHangs(TinyMLP):
         if os.environ.get("RANK") == "1":
             time.sleep(3600)
         super().__init__(device, batch_size)
+
+
+class RankOneSegfaults(TinyMLP):
+    """Under DistributedDataParallel, rank 1 dies of SIGSEGV in its third train step."""
+
+    def train(self, niter: int = 1, step_fn: Any = None) -> None:
+        if os.environ.get("RANK") == "1":
+            self.steps_taken = getattr(self, "steps_taken", 0) + niter
+            if self.steps_taken > 3:
+                os.kill(os.getpid(), signal.SIGSEGV)
+        super().train(niter, step_fn)

@@ -61,7 +61,7 @@ def trace(kernels: list[tuple[float, float]]) -> dict:
         {"name": "thread_name", "ph": "M", "ts": 0, "pid": GPU, "tid": 7, "args": {"name": "stream 7"}},
         {"name": "thread_name", "ph": "M", "ts": 0, "pid": GPU, "tid": 20, "args": {"name": "stream 20"}},
         {"ph": "i", "cat": "Trace", "name": "Iteration Start: PyTorch Profiler", "pid": "Spans", "tid": "Spans", "ts": 900, "s": "g"},
-    ]  # fmt: skip
+    ]
     external = 0
     correlation = 100
     for step in range(2):
@@ -80,11 +80,23 @@ def trace(kernels: list[tuple[float, float]]) -> dict:
             correlation += 1
             events.append(complete("cuda_runtime", "cudaLaunchKernel", PID, tid, base + start, 8, correlation=correlation))
             events.append(
-                complete("kernel", kernel, GPU, stream, base + k_start, k_dur,
-                         device=GPU, stream=stream, correlation=correlation, **{"External id": external})
-            )  # fmt: skip
+                complete(
+                    "kernel",
+                    kernel,
+                    GPU,
+                    stream,
+                    base + k_start,
+                    k_dur,
+                    device=GPU,
+                    stream=stream,
+                    correlation=correlation,
+                    **{"External id": external},
+                )
+            )
             events.append({"ph": "s", "id": correlation, "pid": PID, "tid": tid, "ts": base + start, "cat": "ac2g", "name": "ac2g"})
-            events.append({"ph": "f", "id": correlation, "pid": GPU, "tid": stream, "ts": base + k_start, "cat": "ac2g", "name": "ac2g", "bp": "e"})
+            events.append(
+                {"ph": "f", "id": correlation, "pid": GPU, "tid": stream, "ts": base + k_start, "cat": "ac2g", "name": "ac2g", "bp": "e"}
+            )
             step_kernels.append((base + k_start, base + k_start + k_dur))
         correlation += 1
         events.append(complete("cuda_runtime", "cudaDeviceSynchronize", PID, MAIN, base + SYNC[0], SYNC[1], correlation=correlation))

@@ -1,0 +1,169 @@
+"""Where a step's wall time went, by what the kernel saw: the split, the clean steps, the marks and their use."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from torchbenchmark.analyze import timesplit
+from torchbenchmark.analyze.overhead import OverheadEvents
+from torchbenchmark.api import compare
+from torchbenchmark.cli import compare as compare_cli
+from torchbenchmark.measure import schedstat
+from torchbenchmark.results.records import RunRecord, summary_of_records
+from torchbenchmark.results.schema import CaseResult, Dispatch, Samples, StepTime, TimeSplit, Verdict
+
+MS = 1_000_000
+
+
+def steps(count: int, wall_ms: float = 1.0, cpu_ms: float = 1.0, wait_ms: float = 0.0, others_ms: float = 0.0) -> list:
+    return [(int(wall_ms * MS), int(cpu_ms * MS), int(wait_ms * MS), int(others_ms * MS))] * count
+
+
+def test_a_step_is_clean_while_its_threads_hardly_waited() -> None:
+    quiet, waited, by_the_pool = steps(1, wait_ms=0.02)[0], steps(1, wait_ms=0.021)[0], steps(1, others_ms=0.5)[0]
+    assert timesplit.clean([quiet, waited, by_the_pool]) == [True, False, False]
+    assert timesplit.waited(by_the_pool) == pytest.approx(0.5)
+
+
+def test_the_split_sums_the_steps_and_what_is_neither_is_blocked() -> None:
+    split = timesplit.split(steps(4, wall_ms=10, cpu_ms=1, wait_ms=1, others_ms=2))
+    assert (split.on_cpu_pct, split.blocked_pct) == pytest.approx((10.0, 80.0))
+    assert (split.waiting_pct, split.others_waiting_pct) == pytest.approx((30.0, 20.0))
+    assert timesplit.split([]) is None
+
+
+def test_steps_are_kept_clean_when_enough_are_and_all_are_kept_otherwise() -> None:
+    mixed = steps(8) + steps(2, wait_ms=0.5)
+    assert timesplit.kept(mixed) == [True] * 8 + [False] * 2
+    mostly_waiting = steps(1) + steps(9, wait_ms=0.5)  # 1 clean of 10: too few to rest a figure on
+    assert timesplit.kept(mostly_waiting) == [True] * 10
+
+
+def split_of(samples: list, machine=(None, None, None), profiled: list = ()) -> TimeSplit:
+    result = timesplit.time_split(samples, "schedstat", machine, profiled)
+    assert result is not None
+    return result
+
+
+def test_a_row_is_contended_when_too_few_steps_ran_clean_and_says_how_much_its_threads_waited() -> None:
+    fine = split_of(steps(8) + steps(2, wait_ms=0.5))
+    assert (fine.steps_kept, fine.steps_measured, fine.contended) == (8, 10, ())
+    busy = split_of(steps(1) + steps(9, wait_ms=0.2, others_ms=0.3), machine=(35.0, 10.0, 2.5))
+    assert busy.contended == ("contended: its threads waited 45% of the step for a CPU (machine CPU pressure 35%)",)
+    assert busy.intra_op_wait  # most of it the intra-op threads'
+    no_psi = split_of(steps(1) + steps(9, wait_ms=0.5), machine=(None, None, 2.5))
+    assert no_psi.contended[0].endswith("(load average 2.5)") and not no_psi.intra_op_wait
+
+
+def test_other_work_on_the_machine_marks_a_row_even_when_no_step_waited() -> None:
+    shared = split_of(steps(10), machine=(0.0, 50.0, 2.0))
+    assert shared.contended == ("contended: other work took 50% of the machine's CPUs while it ran",)
+    assert split_of(steps(10), machine=(0.0, 5.0, 1.0)).contended == ()
+
+
+def test_waits_of_a_few_percent_mark_no_row_however_few_steps_ran_clean() -> None:
+    """A long step's three profiled steps may each wait 2.5% for a CPU on a quiet machine: not contention."""
+    assert split_of(steps(10), profiled=steps(3, wait_ms=0.025)).contended == ()
+    assert split_of(steps(10), profiled=steps(3, wait_ms=0.05)).contended != ()  # 5%: CONTENDED_WAIT_PCT
+    assert split_of(steps(1) + steps(9, wait_ms=0.03)).contended == ()  # 9 of 10 steps waited 3%: a few percent
+
+
+def test_contended_profiled_steps_mark_the_row_too() -> None:
+    split = split_of(steps(10), profiled=steps(5, wait_ms=0.5))
+    assert split.contended == ("contended while profiled: its threads waited 50% of the profiled step for a CPU",)
+
+
+def row_with(split: TimeSplit | None, median_ms: float = 1.0, n: int = 10, samples: tuple = ()) -> CaseResult:
+    return CaseResult(model="m", mode="eval", device="cpu", status="ok", step_time=StepTime(median_ms, 0.01, median_ms, n),
+                      dispatch=Dispatch("compute-bound", 0.1, 10, 1, 1), time_split=split,
+                      samples=Samples(samples or (median_ms,), ((median_ms, median_ms),)))  # fmt: skip
+
+
+def test_the_mark_shows_on_the_row_its_repr_and_survives_json() -> None:
+    busy = row_with(split_of(steps(1) + steps(9, wait_ms=0.5)))
+    assert any(reason.startswith("contended: its threads waited 45%") for reason in busy.untrustworthy_reasons)
+    assert "UNTRUSTWORTHY: contended" in repr(busy)
+    assert CaseResult.from_dict(busy.to_dict()) == busy
+    assert busy.to_dict()["time_split"]["steps_kept"] == 1
+
+
+def test_gaps_are_priced_on_a_cpu_and_only_the_clean_steps_count() -> None:
+    events = OverheadEvents(({"call": 10}, {"call": 20}, {"call": 30}), (100.0, 500.0, 300.0), least_python_gap_us=90.0)
+    on_cpu = events.on_cpu([20.0, 450.0, 0.0])
+    assert on_cpu.python_gap_us_per_step == (80.0, 50.0, 300.0) and on_cpu.least_python_gap_us is None
+    kept = events.only([True, False, True])
+    assert kept.events_per_step == ({"call": 10}, {"call": 30}) and kept.python_gap_us_per_step == (100.0, 300.0)
+    assert events.only([False, False, False]) is events and events.on_cpu([0.0, 0.0, 0.0]) is events
+    # A step's off-CPU time is at least its duration less every CPU nanosecond of its interval.
+    assert timesplit.off_cpu_us(steps(2, wall_ms=12, cpu_ms=3), [10.0, 2.0]) == [7000.0, 0.0]
+
+
+def test_the_kernels_clock_sees_a_spin_on_a_cpu_and_a_sleep_off_it() -> None:
+    account = schedstat.StepAccount()
+    account.start()
+    until = time.perf_counter() + 0.05
+    while time.perf_counter() < until:
+        pass
+    account()
+    time.sleep(0.05)
+    account()
+    spin, sleep = account.steps
+    assert spin[1] + spin[2] > 0.9 * spin[0]  # on a CPU, or waiting for one on a busy machine: never blocked
+    assert sleep[1] + sleep[2] < 0.2 * sleep[0]  # neither on a CPU nor waiting: blocked
+    assert account.clock.method == schedstat.SCHEDSTAT and account.clock.main == threading.get_native_id()
+    account.clock.close()
+
+
+def test_a_busy_machine_is_named_before_a_sweep(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(schedstat.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(schedstat, "load_average", lambda: 1.5)
+    monkeypatch.setattr(schedstat, "PSI_CPU", "/nonexistent")
+    assert schedstat.busy_machine(2) == "load average 1.5 on 2 CPUs"
+    monkeypatch.setattr(schedstat, "load_average", lambda: 0.9)
+    assert schedstat.busy_machine(1) is None  # one thread fits beside the load
+
+
+def side(*rows: CaseResult) -> object:
+    env = {"host": "box", "cpu": "c", "cpu_count": 2, "device_name": "c", "torch": "2.14.1"}
+    return summary_of_records([RunRecord("r", env, None, rows)], "side")
+
+
+def test_a_marked_side_makes_a_case_inconclusive_whatever_its_ratio() -> None:
+    busy = split_of(steps(1) + steps(9, wait_ms=0.5))
+    comparison = compare(side(row_with(None, 10.0)), side(row_with(busy, 10.0)))
+    (case,) = comparison.cases
+    assert case.call == "inconclusive" and case.notes[-1].startswith("new is marked: contended")
+    assert comparison.exit_status == 3
+    assert comparison.notes[0].startswith("1 inconclusive: 1 with a side marked untrustworthy")
+    slower = compare(side(row_with(None, 10.0)), side(row_with(busy, 20.0)))
+    assert slower.cases[0].call == "inconclusive" and slower.exit_status == 3  # the wait may be what slowed it
+
+
+def test_a_case_that_cannot_see_is_inconclusive_and_its_figures_read_as_such(tmp_path: Path, capsys) -> None:
+    base = row_with(None, 1.0, samples=(0.0001, 1.0, 1000.0))
+    new = row_with(None, 1.0, samples=(0.0001, 1.0, 1000.0))
+    for name, row in (("base", base), ("new", new)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(RunRecord(name, {"host": "h"}, None, (row,)).to_dict()))
+    status = compare_cli.run(tmp_path / "base.json", tmp_path / "new.json", 5.0)
+    out = capsys.readouterr().out
+    assert status == 3 and "> 1000%" in out and "< 0.001 to > 1000" in out and "inconclusive" in out
+    assert compare_cli.run(tmp_path / "base.json", tmp_path / "new.json", 5.0, allow_inconclusive=True) == 0
+
+
+def test_a_regression_wins_over_an_inconclusive_case() -> None:
+    busy = split_of(steps(1) + steps(9, wait_ms=0.5))
+    quiet = [row_with(None, 10.0, samples=(10.0, 10.0, 10.0))]
+    slow = [row_with(None, 20.0, samples=(20.0, 20.0, 20.0))]
+    base = side(quiet[0], CaseResult(**{**row_with(None).__dict__, "model": "other"}))
+    new = side(slow[0], CaseResult(**{**row_with(busy).__dict__, "model": "other"}))
+    comparison = compare(base, new)
+    assert {case.call for case in comparison.cases} == {"slower", "inconclusive"} and comparison.exit_status == 1
+
+
+def test_blocked_is_a_verdict_of_its_own() -> None:
+    assert Verdict.BLOCKED == "blocked" and Verdict("blocked") is Verdict.BLOCKED
