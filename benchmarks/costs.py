@@ -30,9 +30,15 @@ from pathlib import Path
 import torch
 from tabulate import tabulate
 
-from _report import append
-from torchbenchmark import costs, load_model
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for benchmarks._report
+
+from benchmarks._report import record
+from torchbenchmark import load_model
+from torchbenchmark.analyze.verdict import KERNEL_LIMITED_BELOW_PCT, compute_limit
 from torchbenchmark.contract import iter_tensors
+from torchbenchmark.measure.flops import count_flops
+from torchbenchmark.measure.memory import MB, measure_memory, peak_rss_mb
+from torchbenchmark.measure.peak import measure_peak
 
 PUBLISHED_RESNET50_GFLOPS = 8.2  # 4.1 GMACs per 224x224 image (torchvision's model card: 4.09 GFLOPS as MACs)
 MEMORY_CASES = "resnet50:train,hf_Bert:train,mobilenet_v2:eval"
@@ -40,21 +46,23 @@ MEMORY_CASES = "resnet50:train,hf_Bert:train,mobilenet_v2:eval"
 
 def flops() -> None:
     model = load_model("resnet50", batch_size=1)
-    count = costs.count_flops(model, "eval")
+    count = count_flops(model, "eval")
     image = tuple(next(iter_tensors(model.inputs("eval"))).shape)
     rows = [("resnet50 eval, one image " + "x".join(map(str, image[1:])), count.total / 1e9, PUBLISHED_RESNET50_GFLOPS,
              count.total / 1e9 / PUBLISHED_RESNET50_GFLOPS,
              ", ".join(f"{kind} {n / 1e9:.3f}" for kind, n in count.by_kind.items()))]  # fmt: skip
     table = tabulate(rows, headers=["case", "GFLOP counted", "published GFLOP", "ratio", "by kind (GFLOP)"], floatfmt=".3f")
-    append("Costs: resnet50 FLOPs per image against the published figure", table)
+    record("Costs", table, part="FLOPs per image")
 
 
 def table(summary: Path) -> None:
     document = json.loads(summary.read_text(encoding="utf-8"))
     environment = document["environment"]
-    again = costs.measure_peak(environment.get("device", "cpu"), environment.get("threads"), seconds=10.0)
+    again = measure_peak(environment.get("device", "cpu"), environment.get("threads"), seconds=10.0)
     # Each row's pct_of_peak is against the peak its own run measured: every run's reading counts.
-    runs = {path.stem: json.loads(path.read_text(encoding="utf-8"))["environment"] for path in sorted((summary.parent / "runs").glob("*.json"))}
+    runs = {
+        path.stem: json.loads(path.read_text(encoding="utf-8"))["environment"] for path in sorted((summary.parent / "runs").glob("*.json"))
+    }
     readings = {run: env["peak_gflops"] for run, env in runs.items() if env.get("peak_gflops")} or {"summary": environment["peak_gflops"]}
     best = max(again.gflops, *readings.values())
     rows = []
@@ -71,7 +79,7 @@ def table(summary: Path) -> None:
             "" if achieved is None else f"{achieved:.1f}",
             "" if row["pct_of_peak"] is None else f"{row['pct_of_peak']:.1f}",
             "" if achieved is None else f"{100 * achieved / best:.1f}",
-            "" if achieved is None else costs.compute_limit(verdict, 100 * achieved / best) or "",
+            "" if achieved is None else compute_limit(verdict, 100 * achieved / best) or "",
             f"{row['peak_memory_mb']:.0f}",
             row.get("flops_note") or "",
         ))  # fmt: skip
@@ -81,8 +89,8 @@ def table(summary: Path) -> None:
                       for run, gflops in readings.items())  # fmt: skip
     notes = (f"% of sweep's peak: each row's own pct_of_peak, against the peak its run measured ({peaks}). "
              f"Measured again after it: {again.gflops} GFLOP/s ({again.method}). Best peak: {best} GFLOP/s. "
-             f"Compute limit from the best peak (KERNEL_LIMITED_BELOW_PCT = {costs.KERNEL_LIMITED_BELOW_PCT:g}).")  # fmt: skip
-    append(f"Costs: pct_of_peak for every case of a sweep ({summary})", tabulate(rows, headers=headers, disable_numparse=True), notes)
+             f"Compute limit from the best peak (KERNEL_LIMITED_BELOW_PCT = {KERNEL_LIMITED_BELOW_PCT:g}).")  # fmt: skip
+    record("Costs", tabulate(rows, headers=headers, disable_numparse=True), notes, part="pct_of_peak for every case")
 
 
 def _rss_kb(field: str) -> int:
@@ -105,11 +113,11 @@ def one_memory_case(case: str) -> dict[str, float]:
     Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
     getattr(model, mode)(niter=2)
     peak_kb = _rss_kb("VmHWM")
-    memory = costs.measure_memory(model, mode, torch.device("cpu"))
+    memory = measure_memory(model, mode, torch.device("cpu"))
     return {
         "ours_mb": memory.peak_mb, "state_mb": memory.state_mb,
-        "rss_rise_mb": (peak_kb - before_build_kb) * 1024 / costs.MB,
-        "peak_rss_mb": costs.peak_rss_mb(),
+        "rss_rise_mb": (peak_kb - before_build_kb) * 1024 / MB,
+        "peak_rss_mb": peak_rss_mb(),
     }  # fmt: skip
 
 
@@ -122,20 +130,20 @@ def memory(cases: str) -> None:
                      figures["ours_mb"] / figures["rss_rise_mb"], figures["peak_rss_mb"]))  # fmt: skip
     headers = ["case", "peak_memory_mb (tool)", "of which state", "peak RSS rise from build", "tool / RSS rise",
                "process peak RSS MB"]  # fmt: skip
-    append("Costs: peak memory against the rise of the process's peak RSS", tabulate(rows, headers=headers, floatfmt=".1f"))
+    record("Costs", tabulate(rows, headers=headers, floatfmt=".1f"), part="Peak memory against the process's RSS")
 
 
 def one_suite_case(name: str) -> list[dict[str, object]]:
     """In this (fresh) process: each mode's FLOPs and median step time over three steps, for model ``name``."""
-    from torchbenchmark.harness import StepTimer, timed_call
-    from torchbenchmark.steady import steady_process
+    from torchbenchmark.measure.harness import StepTimer, timed_call
+    from torchbenchmark.measure.steady import steady_process
 
     steady_process()
     model = load_model(name)
     rows: list[dict[str, object]] = []
     for mode in ("train", "eval"):
         try:
-            count = costs.count_flops(model, mode)
+            count = count_flops(model, mode)
             getattr(model, mode)(niter=1)
             timer = StepTimer()
             timed_call(model, mode, 4, timer)  # the first step of a call holds its edge: three inner steps
@@ -154,7 +162,7 @@ def suite(models: str) -> None:
     names = list_models() if models == "all" else models.split(",")
     peaks, rows = [], []
     for name in names:
-        peaks.append(costs.measure_peak("cpu", seconds=0.5, size=1024).gflops)
+        peaks.append(measure_peak("cpu", seconds=0.5, size=1024).gflops)
         try:
             out = subprocess.run([sys.executable, __file__, "one-suite", name], capture_output=True, text=True,
                                  check=True, timeout=300).stdout  # fmt: skip
@@ -176,7 +184,7 @@ def suite(models: str) -> None:
     notes = (f"Peak: {best} GFLOP/s, the best of {len(peaks)} readings (one before each model, each the best of "
              f"float32 torch.mm 1024x1024x1024 for 0.5 s on {torch.get_num_threads()} threads); the readings ranged "
              f"{min(peaks)} to {best} GFLOP/s.")  # fmt: skip
-    append("Costs: FLOPs and pct_of_peak for every suite model (short timing)", tabulate(lines, headers=headers, disable_numparse=True), notes)
+    record("Costs", tabulate(lines, headers=headers, disable_numparse=True), notes, part="Every suite model, short timing")
 
 
 def main() -> None:

@@ -19,8 +19,10 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from _report import append
-from torchbenchmark.storage import load_summary
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for benchmarks._report
+
+from benchmarks._report import record
+from torchbenchmark.api import load_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = "resnet18,mobilenet_v2,lstm_lm,hf_DistilBert,dlrm"
@@ -41,7 +43,7 @@ def table(single: Path, ddp: Path, single2: Path) -> str:
     lines = []
     for model in sorted(set(one) | set(ddp_rows)):
         a, b, d = one.get(model), two.get(model), ddp_rows.get(model)
-        ms = lambda row: row.step_time.median_ms if row is not None and row.status == "ok" else None  # noqa: E731
+        ms = lambda row: row.step_time.median_ms if row is not None and row.status == "ok" else None
         if d is None or d.status != "ok" or ms(a) is None:
             lines.append((model, a and a.batch_size, ms(a), ms(b), None, None, None, None, None, None, None, None,
                           f"ddp2 {d.status if d else 'missing'}: {d.error if d else ''}"))  # fmt: skip
@@ -75,7 +77,7 @@ def main() -> None:
         sweep(single, args.models, "--threads", "1")
         sweep(ddp, args.models, "--ddp", "2")
         sweep(single2, args.models, "--threads", "2")
-    append("7. DistributedDataParallel: --ddp 2 against one process, train step", table(single, ddp, single2))
+    record("DistributedDataParallel scaling", table(single, ddp, single2))
 
 
 if __name__ == "__main__":

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# The CUDA-only checks in one go, about 5 minutes on one GPU: the GPU-only tests (tests/test_cuda.py,
-# marked gpu), then a short CUDA sweep of four suite models, eager and, where diagnostics.py has
-# --compile, compiled in eval; then a table of their figures, appended to benchmarks/RESULTS.md, and a check
-# that every CUDA-only figure is there (the GPU evidence; allocator peaks where the rows carry costs).
+# The CUDA-only checks in one go: the GPU-only tests (tests/test_cuda.py, marked gpu), then a short
+# CUDA sweep of four suite models, eager in both modes and compiled in GPU_CHECK_COMPILE_MODES (eager
+# only when diagnostics.py offers no --compile); then a table of their figures, appended to
+# benchmarks/RESULTS.md, and a check that every CUDA-only figure is there (the GPU evidence; allocator
+# peaks where the rows carry costs).
 #
 #   benchmarks/gpu_check.sh [OUT]        OUT: output folder (default: a new temporary folder)
 #
 # Settings, from the environment: GPU_CHECK_MODELS (default resnet50,hf_Bert,dcgan,soft_actor_critic:
 # a convnet, a transformer, an unannotated GAN and a loop of tiny ops), GPU_CHECK_DEVICE (cuda),
 # GPU_CHECK_STEPS (30 measured steps a case), GPU_CHECK_COMPILE_MODES (eval: the modes run compiled
-# as well as eager; compiling train too takes the run past 5 minutes), PYTHON (python).
+# as well as eager; compiling train too makes the run much longer), PYTHON (python).
 # Exit status: 0 all checks passed; 1 a test, a case or a figure check failed; 2 no GPU here.
 set -uo pipefail
 

@@ -1,10 +1,10 @@
 """The table of benchmarks/gpu_check.sh: its sweeps' rows, each checked for every CUDA-only figure.
 
-    python benchmarks/gpu_check_table.py OUT [--command TEXT]
+    python benchmarks/gpu_check_table.py OUT [--command TEXT] [--tests TEXT]
 
-Reads ``OUT/*/summary.json`` (the eager and compiled sweeps), prints one table, appends it to
+Reads ``OUT/*/summary.json`` (the eager and compiled sweeps), prints one table, records it in
 RESULTS.md with the machine and the GPU, and exits 1 when a case did not end ok or an ok row lacks a
-GPU figure (or, once rows carry costs, an allocator peak).
+GPU figure (or, where the rows carry costs, an allocator peak).
 """
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ from typing import Any
 
 from tabulate import tabulate
 
-from _report import append
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for benchmarks._report
 
-COSTS = ("achieved_gflops", "pct_of_peak", "peak_memory_mb", "samples_per_s")  # in rows once costs land
+from benchmarks._report import record
+
+COSTS = ("achieved_gflops", "pct_of_peak", "peak_memory_mb", "samples_per_s")  # a row's cost figures, where it has them
 OPTIONAL = ("speedup_vs_eager", *COSTS)  # columns shown when some row has them
 HEADERS = ["model", "mode", "variant", "status", "ms/step", "verdict", "limited by", "GPU busy %",
            "host wait %", "launch wait us", "kernels/step"]  # fmt: skip
@@ -66,7 +68,7 @@ def main(argv: list[str]) -> int:
     if not set(costs) & set(COSTS):
         notes.append("These rows carry no cost figures (FLOP/s, peak memory): this diagnostics.py predates them.")
     notes += [f"CHECK FAILED: {failure}" for failure in failures] or ["Every ok row has every CUDA-only figure."]
-    append("GPU check: GPU-only tests and a short CUDA sweep", table, "\n".join(f"- {note}" for note in notes))
+    record("GPU check", table, "\n".join(f"- {note}" for note in notes))
     return 1 if failures or not rows else 0
 
 

@@ -2,8 +2,9 @@
 
     python benchmarks/harness_overhead.py [--rounds 15] [--models many_tiny_ops,resnet50] [--mode eval]
 
-A: the harness's own measurement, as ``characterise`` takes it: ``model.eval(niter=n+1, step_fn=StepTimer())``,
-   the first step (which holds the call's entry cost) dropped.
+A: the harness's own measurement, as ``measure_windows`` takes it: ``model.eval(niter=n+1, step_fn=timer)``
+   with the per-step accounting of what the kernel saw (``StepAccount``, reading ``/proc`` at each step
+   boundary) as the timer's after-step hook, the first step (which holds the call's entry cost) dropped.
 B: a bare loop of the same step, each timed with ``time.perf_counter_ns`` around ``model.eval_step(inputs)``
    (under ``torch.no_grad()``), which is what the harness's step boundaries enclose.
 Rounds are interleaved (A B A B ...); we quote the median of each variant's per-round medians and the ratio.
@@ -12,20 +13,22 @@ Rounds are interleaved (A B A B ...); we quote the median of each variant's per-
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root, for tests.synthetic_models
-
 import torch
 from tabulate import tabulate
 
-from _report import append, interleaved, median_of_ratios, ratio_of_medians
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: benchmarks._report, tests.synthetic_models
+
+from benchmarks._report import interleaved, median_of_ratios, ratio_of_medians, record
 from torchbenchmark import load_model
-from torchbenchmark.harness import StepTimer, timed_call
-from torchbenchmark.steady import steady_process
+from torchbenchmark.measure.harness import StepTimer, timed_call
+from torchbenchmark.measure.schedstat import StepAccount
+from torchbenchmark.measure.steady import steady_process
 
 TARGET = 1.02
 STEP_BUDGET_S = 1.0  # time per variant per round; sets the step count of each model
@@ -40,8 +43,11 @@ def build(name: str) -> object:
 
 
 def harness_median_ms(model: object, mode: str, steps: int) -> float:
-    timer = StepTimer()
+    account = StepAccount()
+    timer = StepTimer(after_step=account)
+    account.start()
     timed_call(model, mode, steps + 1, timer)
+    account.clock.close()
     return statistics.median(timer.inner_ns()) / 1e6
 
 
@@ -73,8 +79,8 @@ def main() -> None:
         estimate_ms = bare_median_ms(model, args.mode, 5)
         steps = max(5, min(1000, int(STEP_BUDGET_S * 1e3 / estimate_ms)))
         figures = interleaved(
-            {"harness": lambda: harness_median_ms(model, args.mode, steps),
-             "bare": lambda: bare_median_ms(model, args.mode, steps)},
+            {"harness": functools.partial(harness_median_ms, model, args.mode, steps),
+             "bare": functools.partial(bare_median_ms, model, args.mode, steps)},
             args.rounds,
         )  # fmt: skip
         a, b = figures["harness"], figures["bare"]
@@ -86,7 +92,7 @@ def main() -> None:
         headers=["case", "steps/round", "rounds", "harness ms", "bare ms", "ratio", "median ratio", f"<= {TARGET}"],
         floatfmt=("", "", "", ".4f", ".4f", ".4f", ".4f", ""),
     )
-    append("1. Harness overhead (harness step median / bare loop step median)", table)
+    record("Harness overhead", table)
 
 
 if __name__ == "__main__":

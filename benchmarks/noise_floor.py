@@ -15,14 +15,19 @@ from __future__ import annotations
 import argparse
 import itertools
 import statistics
+import sys
+from pathlib import Path
 
 import torch
 from tabulate import tabulate
 
-from _report import append
-from harness_overhead import build, harness_median_ms
-from torchbenchmark.harness import Budget, warm_up
-from torchbenchmark.steady import steady_process
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for benchmarks._report
+
+from benchmarks._report import record
+from benchmarks.harness_overhead import build, harness_median_ms
+from torchbenchmark.measure.harness import warm_up
+from torchbenchmark.measure.steady import steady_process
+from torchbenchmark.results.spec import Budget
 
 CASES = "mobilenet_v2:eval,squeezenet1_1:train,dlrm:eval,lstm_lm:train,soft_actor_critic:eval,pyhpc_equation_of_state:eval"
 DIFF_PCT = 5.0
@@ -44,7 +49,7 @@ def main() -> None:
     for case in args.cases.split(","):
         name, mode = case.split(":")
         model = build(name)
-        warmup, _ = warm_up(model, mode, budget, lambda: None)
+        warmup, _ = warm_up(model, mode, budget)
         steps = budget.measured_steps(statistics.median(warmup[-budget.warmup_window :]))
         blocks = [harness_median_ms(model, mode, steps) for _ in range(args.blocks)]
         diffs = [diff_pct(a, b) for a, b in itertools.combinations(blocks, 2)]
@@ -57,15 +62,15 @@ def main() -> None:
     table = tabulate(
         rows,
         headers=["case", "steps/block", "min ms", "median ms", "max ms", "adjacent diff % (median)", "max diff %",
-                 f"pairs within {DIFF_PCT:g}% (%)"],  # fmt: skip
+                 f"pairs within {DIFF_PCT:g}% (%)"],
         floatfmt=("", "", ".3f", ".3f", ".3f", ".1f", ".1f", ".0f"),
-    )
+    )  # fmt: skip
     notes = (
         f"{args.blocks} blocks per case, back to back in one warm process, {torch.get_num_threads()} threads. "
         f"Pairs of blocks within {DIFF_PCT:g}%, averaged over cases: {statistics.mean(pooled):.0f}%: how often "
         f"two single windows agree on this machine at this time."
     )
-    append("5c. Noise floor: repeated measurements in one warm process", table, notes)
+    record("Noise floor", table, notes)
 
 
 if __name__ == "__main__":

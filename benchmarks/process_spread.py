@@ -7,9 +7,9 @@
 turns: every round, each process in turn measures one window of steps as characterisation does
 (about 2 s) and counts the minor page faults of five more. Taking turns gives every process the same
 spells of load, so what still differs between their medians is the process itself. ``steady`` sets a
-process up as a sweep does (``torchbenchmark.steady.steady_process``); ``small_pages`` does too, but
-leaves tensors in 4 KB pages (``THP_MEM_ALLOC_ENABLE=0``); ``default`` leaves glibc's malloc and the
-pages as they come (denormals are flushed in all three, so only the memory setting differs).
+process up as a sweep does (``torchbenchmark.measure.steady.steady_process``); ``small_pages`` does
+too, but leaves tensors in 4 KB pages (``THP_MEM_ALLOC_ENABLE=0``); ``default`` leaves glibc's malloc
+and the pages as they come (denormals are flushed in all three, so only the memory setting differs).
 """
 
 from __future__ import annotations
@@ -23,16 +23,19 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from _report import append
-from torchbenchmark.steady import THP_ENV
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for benchmarks._report
+
+from benchmarks._report import record
+from torchbenchmark.measure.steady import THP_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = """
 import resource, statistics, sys, torch
 import torchbenchmark as tb
-from torchbenchmark.harness import Budget, StepTimer, timed_call, warm_up
-from torchbenchmark.steady import steady_process
+from torchbenchmark.measure.harness import StepTimer, timed_call, warm_up
+from torchbenchmark.measure.steady import steady_process
+from torchbenchmark.results.spec import Budget
 name, mode, setup = sys.argv[1:4]
 if setup in ("steady", "small_pages"):
     steady_process()
@@ -40,7 +43,7 @@ else:
     torch.set_flush_denormal(True)
 model = tb.load_model(name)
 budget = Budget()
-warmup, _ = warm_up(model, mode, budget, lambda: None)
+warmup, _ = warm_up(model, mode, budget)
 count = budget.measured_steps(statistics.median(warmup[-budget.warmup_window:]))
 print("ready", flush=True)
 for _ in sys.stdin:
@@ -103,8 +106,7 @@ def main() -> None:
     ]  # fmt: skip
     table = tabulate(
         rows,
-        headers=["setup", "process", "median of rounds ms", "within-process spread %", "page faults / step",
-                 "in huge pages MB"],
+        headers=["setup", "process", "median of rounds ms", "within-process spread %", "page faults / step", "in huge pages MB"],
         floatfmt=("", "", ".1f", ".1f", ".0f", ".0f"),
     )
     per_setup = {setup: [row[2] for row in rows if row[0] == setup] for setup in setups}
@@ -112,12 +114,11 @@ def main() -> None:
         f"{args.model} {args.mode}, {args.processes} processes per setup taking turns for {args.rounds} rounds. "
         "Between processes: "
         + "; ".join(
-            f"{setup}: {min(values):.1f} to {max(values):.1f} ms, {spread_pct(values):.1f}% spread"
-            for setup, values in per_setup.items()
+            f"{setup}: {min(values):.1f} to {max(values):.1f} ms, {spread_pct(values):.1f}% spread" for setup, values in per_setup.items()
         )
         + "."
     )
-    append("5b. Process spread of the median step time, processes taking turns", table, notes)
+    record("Process spread", table, notes, part="glibc's malloc as it comes against a steady process")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 
 Per round, interleaved (the order reverses every round):
   unprofiled  the harness's step timing with no profiler (StepTimer, as characterisation takes it)
-  light       our light profile, ``profiling.run_profile(kind="light")``, trace exported
+  light       our light profile, ``measure.profiling.run_profile(kind="light")``, trace exported
   bare        a hand-written loop under ``torch.profiler.profile`` with the same activities, schedule
               (wait 1, warmup 1, active N) and gzip export, each step timed with perf_counter_ns
   detailed    our detailed profile (shapes, memory, stacks, FLOPs)
@@ -15,23 +15,24 @@ median over the unprofiled one, minus 1; the light trace size is of the gzip fil
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root, for tests.synthetic_models
-
 import torch
 from tabulate import tabulate
 from torch.profiler import ProfilerActivity, profile, schedule
 
-from _report import append, interleaved, median_of_ratios, ratio_of_medians
-from harness_overhead import build, harness_median_ms
-from torchbenchmark.harness import Budget
-from torchbenchmark.profiling import run_profile
-from torchbenchmark.steady import steady_process
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: benchmarks._report, tests.synthetic_models
+
+from benchmarks._report import interleaved, median_of_ratios, ratio_of_medians, record
+from benchmarks.harness_overhead import build, harness_median_ms
+from torchbenchmark.measure.profiling import run_profile
+from torchbenchmark.measure.steady import steady_process
+from torchbenchmark.results.spec import Budget
 
 COST_TARGET = 1.02  # light / bare profiler
 LIGHT_DISTORTION_TARGET_PCT = 5.0
@@ -43,17 +44,25 @@ def bare_profiler_ms(model: object, mode: str, active: int, path: Path) -> float
     step = model.eval_step if mode == "eval" else model.train_step
     model.module.train(mode == "train")
     times = []
-    with torch.set_grad_enabled(mode == "train"), profile(
-        activities=[ProfilerActivity.CPU],
-        schedule=schedule(wait=1, warmup=1, active=active, repeat=1),
-        on_trace_ready=lambda prof: prof.export_chrome_trace(str(path)),
-    ) as prof:
+    with (
+        torch.set_grad_enabled(mode == "train"),
+        profile(
+            activities=[ProfilerActivity.CPU],
+            schedule=schedule(wait=1, warmup=1, active=active, repeat=1),
+            on_trace_ready=lambda prof: prof.export_chrome_trace(str(path)),
+        ) as prof,
+    ):
         for _ in range(2 + active):
             start = time.perf_counter_ns()
             step(inputs)
             times.append(time.perf_counter_ns() - start)
             prof.step()
     return statistics.median(times[2:]) / 1e6
+
+
+def profiled_ms(model: object, mode: str, kind: str, active: int, path: Path) -> float:
+    """The median active-step time of our ``kind`` profile of ``active`` steps, its trace exported to ``path``."""
+    return run_profile(model, mode, torch.device("cpu"), kind, active, path).steps.median_ms
 
 
 def main() -> None:
@@ -79,12 +88,11 @@ def main() -> None:
         rounds = args.tiny_rounds if tiny else args.rounds
         light_trace = tmp / f"{name}-{mode}-light.pt.trace.json.gz"
         variants = {
-            "unprofiled": lambda: harness_median_ms(model, mode, active),
-            "light": lambda: run_profile(model, mode, torch.device("cpu"), "light", active, light_trace).steps.median_ms,
-            "bare": lambda: bare_profiler_ms(model, mode, active, tmp / "bare.pt.trace.json.gz"),
-            "detailed": lambda: run_profile(model, mode, torch.device("cpu"), "detailed", budget.detailed_steps,
-                                            tmp / "detailed.pt.trace.json.gz").steps.median_ms,
-        }  # fmt: skip
+            "unprofiled": functools.partial(harness_median_ms, model, mode, active),
+            "light": functools.partial(profiled_ms, model, mode, "light", active, light_trace),
+            "bare": functools.partial(bare_profiler_ms, model, mode, active, tmp / "bare.pt.trace.json.gz"),
+            "detailed": functools.partial(profiled_ms, model, mode, "detailed", budget.detailed_steps, tmp / "detailed.pt.trace.json.gz"),
+        }
         started = time.perf_counter()
         figures = interleaved(variants, rounds)
         light, bare, plain = figures["light"], figures["bare"], figures["unprofiled"]
@@ -102,9 +110,11 @@ def main() -> None:
                  "median ratio", f"<= {COST_TARGET}", "light dist %", "detailed dist %", "light trace MB", "wall s"],
         floatfmt=("", "", "", ".3f", ".3f", ".3f", ".4f", ".4f", "", ".1f", ".1f", ".3f", ""),
     )  # fmt: skip
-    notes = (f"Targets: light/bare <= {COST_TARGET}; light distortion of resnet50 train <= "
-             f"{LIGHT_DISTORTION_TARGET_PCT:g}%; light trace of resnet50 train < {TRACE_TARGET_MB:g} MB gzip.")
-    append("2 and 6. Light-profile cost, profile distortion and light trace size", table, notes)
+    notes = (
+        f"Targets: light/bare <= {COST_TARGET}; light distortion of resnet50 train <= "
+        f"{LIGHT_DISTORTION_TARGET_PCT:g}%; light trace of resnet50 train < {TRACE_TARGET_MB:g} MB gzip."
+    )
+    record("Profiler cost and trace size", table, notes)
 
 
 if __name__ == "__main__":

@@ -33,12 +33,13 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for benchmarks._report
 
-from benchmarks._report import append  # noqa: E402
-from torchbenchmark.compare import Comparison, compare, compare_rows  # noqa: E402
-from torchbenchmark.results import CaseResult, Samples  # noqa: E402
-from torchbenchmark.storage import RunRecord, load_summary, summary_of_records  # noqa: E402
+from benchmarks._report import record
+from torchbenchmark.analyze.compare import Comparison, compare, compare_rows
+from torchbenchmark.api import load_summary
+from torchbenchmark.results.records import RunRecord, summary_of_records
+from torchbenchmark.results.schema import Call, CaseResult, Samples, Status
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("squeezenet1_1,mobilenet_v2,shufflenet_v2_x1_0,resnet18,lstm_lm,dlrm,soft_actor_critic,"
@@ -69,10 +70,12 @@ def main() -> None:
     parser.add_argument("--analyse", action="store_true", help="only analyse sweeps already in --out")
     parser.add_argument("--models", default=MODELS)
     parser.add_argument("--repeat", type=int, default=3, help="processes per case in each sweep (default: 3)")
-    parser.add_argument("--also", type=Path, action="append", default=[],
-                        help="pool the sweeps of another --out folder (same --repeat) into the analysis")
-    parser.add_argument("--turns", type=int, default=1,
-                        help="sweeps a side, A and B taking turns (A, B, A, B, ...), compared with --pool (default: 1)")
+    parser.add_argument(
+        "--also", type=Path, action="append", default=[], help="pool the sweeps of another --out folder (same --repeat) into the analysis"
+    )
+    parser.add_argument(
+        "--turns", type=int, default=1, help="sweeps a side, A and B taking turns (A, B, A, B, ...), compared with --pool (default: 1)"
+    )
     parser.add_argument("--threads", type=int, help="torch intra-op threads per case (default: torch's)")
     args = parser.parse_args()
     if not args.analyse:
@@ -107,7 +110,7 @@ def main() -> None:
              f"Smallest injected slowdown detected in at least {RELIABLE_PCT}% of comparisons: " + "; ".join(reliable) + ". "
              "'gate says it catches': the median case's slowdown that compare reckons it calls 9 times in 10 "
              "(its 'catches' column), to set against the rates measured below it.")  # fmt: skip
-    append("Comparing runs: the regression gate's false alarms and detection", table, notes)
+    record("Regression gate", table, notes)
 
 
 @dataclasses.dataclass
@@ -131,7 +134,7 @@ def gate_pairs(folder: Path, processes: int, pool: bool = False) -> list[Pair]:
     """Each case ok in both sides of ``folder``, with ``processes`` a side (with ``pool``, over all their runs)."""
     a, b = load_summary(folder / "a", pool), load_summary(folder / "b", pool)
     return [(ra, rb, a.environment, b.environment) for ra in a.rows for rb in b.rows
-            if ra.key == rb.key and ra.status == rb.status == "ok"
+            if ra.key == rb.key and ra.status == rb.status == Status.OK
             and len(ra.samples.process_medians_ms) == len(rb.samples.process_medians_ms) == processes]  # fmt: skip
 
 
@@ -149,7 +152,7 @@ def calibration(runs: list[list[Pair]], slices: list[slice]) -> Rate:
                 if catches.get(rb.key) is not None:
                     slower = scaled(rb, 1 + catches[rb.key] / 100, part)
                     case = compare_rows(scaled(ra, 1.0, part), slower, same.threshold_pct, env_a, env_b, same.run_noise or 0.0)
-                    called.called += case.call == "slower"
+                    called.called += case.call == Call.SLOWER
                     called.total += 1
     return called
 
@@ -171,7 +174,7 @@ def rates(runs: list[list[Pair]], slices: list[slice], factor: float) -> tuple[R
     for pairs in runs:
         for part in slices:
             comparison = a_b(pairs, part, {rb.key: factor for _, rb, _, _ in pairs})
-            gate.called += len([case for case in comparison.cases if case.call == "slower"])
+            gate.called += len([case for case in comparison.cases if case.call == Call.SLOWER])
             gate.total += len(comparison.cases)
             catches.append(comparison.detectable_pct)
             for ra, rb, _, _ in pairs:

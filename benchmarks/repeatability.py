@@ -20,7 +20,9 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from _report import append
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for benchmarks._report
+
+from benchmarks._report import record
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = "squeezenet1_1,mobilenet_v2,shufflenet_v2_x1_0,resnet18,lstm_lm,dlrm,soft_actor_critic,pyhpc_equation_of_state"
@@ -72,7 +74,7 @@ def main() -> None:
         f"Each sweep, per case, interleaved: `{' '.join(commands[0]).replace(str(outs[0]), 'A')}` (and into B)."
         + (f" Cases ok in only one sweep: {missing}." if missing else "")
     )
-    append("5. Repeatability of median step times across two sweeps", table, notes)
+    record("Repeatability", table, notes)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,8 @@
 
     python benchmarks/report_page.py [--rounds 3] [--screenshot benchmarks/report.png]
 
-Draws ``report.html`` from the reference run's summary (62 cases, benchmarks/reference/) ``--rounds``
-times in this process and quotes the median; then loads the page in headless Chromium, which must log
+Draws ``report.html`` from the reference run's summary (benchmarks/reference/) ``--rounds`` times in
+this process and quotes the median; then loads the page in headless Chromium, which must log
 nothing to its console, and saves a screenshot of its top.
 """
 
@@ -22,14 +22,13 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from _report import append
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for benchmarks._report
+
+from benchmarks._report import record
+from torchbenchmark.api import load_summary
+from torchbenchmark.report.page import render_report
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from torchbenchmark.report import render_report  # noqa: E402
-from torchbenchmark.storage import load_summary  # noqa: E402
-
 REFERENCE = ROOT / "benchmarks" / "reference" / "summary.json"
 LIMIT_MB = 3.0
 
@@ -69,7 +68,7 @@ def main() -> None:
         ("Chromium console messages", len(console)),
     ]
     table = tabulate(rows, headers=["report.html of the reference run", ""], disable_numparse=True)
-    append("7. The report page", table, f"Screenshot: {args.screenshot.relative_to(ROOT)}, 1280 x 2000 px.")
+    record("Report page", table, f"Screenshot: {args.screenshot.relative_to(ROOT)}, 1280 x 2000 px.")
     if console:
         raise SystemExit("console messages:\n" + "\n".join(console))
 

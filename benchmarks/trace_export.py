@@ -2,7 +2,8 @@
 
     python benchmarks/trace_export.py TRACE.pt.trace.json[.gz] [...] [--rounds 3]
 
-torch gzips a ``.gz`` export at level 9; profiling.py exports plain JSON and gzips it at GZIP_LEVEL.
+torch gzips a ``.gz`` export at level 9; ``torchbenchmark.measure.profiling`` exports plain JSON and gzips
+it at ``GZIP_LEVEL``.
 """
 
 from __future__ import annotations
@@ -10,12 +11,15 @@ from __future__ import annotations
 import argparse
 import gzip
 import statistics
+import sys
 import time
 from pathlib import Path
 
 from tabulate import tabulate
 
-from _report import append
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for benchmarks._report
+
+from benchmarks._report import record
 
 LEVELS = (1, 3, 6, 9)
 
@@ -38,7 +42,7 @@ def main() -> None:
         for level in LEVELS:
             rows.append((path.name, len(raw) / 1e6, level, statistics.median(times[level]), sizes[level] / 1e6))
     table = tabulate(rows, headers=["trace", "JSON MB", "gzip level", "median s", "gzip MB"], floatfmt=".3f")
-    append("Trace export: gzip level against time and size", table)
+    record("Trace export", table)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Verdict accuracy: the tool's overhead fraction against two measured ground truths, case by case.
 
     python benchmarks/verdict_accuracy.py [--cases "dlrm eval,..."] [--rounds 5] [--threads 1] [--out DIR]
+    python benchmarks/verdict_accuracy.py --decode [--rounds 5]     # the decode steps, a part of their own
     python benchmarks/verdict_accuracy.py --reprice DIR/results.json
     python benchmarks/verdict_accuracy.py --explain DIR/results.json [--threads 2]
 
@@ -16,7 +17,8 @@ same warm machine, every variant taking turns in each round (``_report.interleav
   it calls nearly the same ops with next to no arithmetic. Its step time, scaled by the ratio of op
   events (real over twin, from one light profile of each), over the real step time is the best estimate
   of the overhead share: the truth the tool is held to.
-- scaling: step times at the case's batch and at 1/2, 1/4 and 1/8 of it; the intercept of the
+- scaling: step times at the case's batch and at 1/2, 1/4 and 1/8 of it (2, 4 and 8 times it for a
+  decode step, as ``--scaling`` takes them); the intercept of the
   least-squares line over its step time is an upper bound on the share (the intercept also holds
   arithmetic that does not grow with the batch).
 Each variant's figure in a round is its fastest step (preemption on a shared machine only adds time),
@@ -33,6 +35,7 @@ import argparse
 import dataclasses
 import json
 import statistics
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -41,15 +44,21 @@ from typing import Any
 import torch
 from tabulate import tabulate
 
-from _report import append, interleaved
-from torchbenchmark import dispatch
-from torchbenchmark.diagnose import collect_diagnostics
-from torchbenchmark.harness import Budget, StepTimer, timed_call
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for benchmarks._report
+
+from benchmarks._report import interleaved, record
+from torchbenchmark.analyze import pricing
+from torchbenchmark.analyze.overhead import EVENT_KINDS, PRICED_KINDS, overhead_events_of_trace
+from torchbenchmark.analyze.steps import summarize_trace
+from torchbenchmark.analyze.verdict import borderline, verdict
+from torchbenchmark.api import collect_diagnostics
+from torchbenchmark.measure.calibration import calibrate
+from torchbenchmark.measure.harness import StepTimer, timed_call
+from torchbenchmark.measure.profiling import run_profile
+from torchbenchmark.measure.steady import steady_process
 from torchbenchmark.models.recommendation import DLRM, DLRMNet
-from torchbenchmark.profiling import run_profile
-from torchbenchmark.registry import model_class
-from torchbenchmark.steady import steady_process
-from torchbenchmark.trace_analysis import EVENT_KINDS, PRICED_KINDS, overhead_events_of_trace, summarize_trace
+from torchbenchmark.registry import meta_of, model_class
+from torchbenchmark.results.spec import Budget
 
 FACTOR = 1.5
 ROUND_S = 0.3  # time each variant runs per round
@@ -87,10 +96,22 @@ CASES = {
         Case("lstm_lm", "train", twin={"dim": 2, "vocab_size": 4}),
         Case("lstm_lm", "eval", twin={"dim": 2, "vocab_size": 4}),
         Case("hf_DistilBert", "eval", twin={"seq_len": 4, "config": {"dim": 12, "hidden_dim": 12}}),
+        # gsw_dHdT's ~370 ops a step span the verdicts over these sizes: dispatch-bound, mixed, compute-bound.
+        Case("pyhpc_equation_of_state", "eval", batch_size=1024),
         Case("pyhpc_equation_of_state", "eval", batch_size=4096),
         Case("pyhpc_equation_of_state", "eval", batch_size=16384),
-        Case("pyhpc_equation_of_state", "eval", batch_size=65536),
     ]
+}
+
+# Decode steps (--decode): the twin keeps every layer, head group and expert, so the same ops run, at widths
+# of 2 to 8, a context of 4 and a vocabulary of 16. Each runs at batch 1, then at its crossover batch: where
+# the batch-1 run's scaling line puts the tool's overhead share at 50% (at 20% when it is under 50% at
+# batch 1), so the estimate is held to the truth where the verdict changes.
+_ATTENTION_TWIN = {"seq_len": 4, "config": {"hidden_size": 8, "intermediate_size": 8, "head_dim": 2, "vocab_size": 16}}
+DECODE_TWINS = {
+    "llama_decode": _ATTENTION_TWIN,
+    "mixtral_decode": _ATTENTION_TWIN,
+    "mamba_decode": {"seq_len": 4, "config": {"hidden_size": 8, "state_size": 2, "vocab_size": 16}},
 }
 
 
@@ -112,73 +133,118 @@ def timer_for(model: Any, mode: str) -> Callable[[], float]:
     return lambda: step_ms(model, mode, steps)
 
 
-def measure(case: Case, rounds: int, out_dir: Path) -> dict[str, Any]:
+def measure(case: Case, rounds: int, out_dir: Path, detailed: bool = True) -> dict[str, Any]:
     # The detailed profile too, as the command line takes it: its shapes give an RNN call's time steps.
-    tool = collect_diagnostics(case.model, case.mode, batch_size=case.batch_size, budget=BUDGET, out_dir=out_dir)
+    tool = collect_diagnostics(case.model, case.mode, batch_size=case.batch_size, budget=BUDGET, out_dir=out_dir, detailed=detailed)
     if tool.status != "ok":
         raise RuntimeError(f"{case.label}: {tool.status} ({tool.error})")
     cls = model_class(case.model)
     batch = tool.batch_size
     real = cls(device="cpu", batch_size=batch)
     twin = (case.twin_class or cls)(device="cpu", batch_size=1, **case.twin)
-    smaller = sorted({max(1, batch // d) for d in dispatch.SCALING_DIVISORS} - {batch})
+    others = pricing.scaling_batch_sizes(batch, up=meta_of(cls).scale_batch_up)
     variants = {"real": timer_for(real, case.mode), "twin": timer_for(twin, case.mode)}
-    for b in smaller:
+    for b in others:
         variants[f"bs{b}"] = timer_for(cls(device="cpu", batch_size=b), case.mode)
     figures = interleaved(variants, rounds)
     real_ms = statistics.median(figures["real"])
     twin_trace = out_dir / tool.model / f"{case.mode}-twin-bs1.pt.trace.json.gz"
     ops_ratio = tool.dispatch.ops_per_step / ops_per_step(twin, case.mode, twin_trace)
     twin_share = statistics.median(t * ops_ratio / r for t, r in zip(figures["twin"], figures["real"]))
-    scaling = None
-    if len(smaller) >= 2:
-        batches = [*smaller, batch]
-        intercept, _ = dispatch.fit_line(batches, [statistics.median(figures[f"bs{b}"]) for b in smaller] + [real_ms])
-        scaling = max(0.0, intercept) / real_ms
     d = tool.dispatch
     overhead_us = d.overhead_fraction_uncapped * tool.step_time.median_ms * 1e3
     same_step = overhead_us / (real_ms * 1e3)
+    scaling, crossovers = None, (None, None)
+    if len(others) >= 2:
+        batches = [*others, batch]
+        slope, intercept = statistics.linear_regression(batches, [statistics.median(figures[f"bs{b}"]) for b in others] + [real_ms])
+        scaling = max(0.0, intercept) / real_ms
+        crossovers = tuple(pricing.batch_at_share(overhead_us / 1e3, intercept, slope, share) for share in (0.5, 0.2))
     return {
         "case": case.label, "batch": batch, "real ms": real_ms, "tool": d.overhead_fraction_uncapped,
-        "interval": d.overhead_interval, "borderline": d.borderline, "verdict": d.verdict,
+        "interval": d.overhead_interval, "borderline": d.borderline, "verdict": str(d.verdict),
         "twin ops ratio": ops_ratio, "twin": twin_share, "scaling upper": scaling,
         "tool / twin": same_step / twin_share, "tool same step": same_step,
         "real iqr ms": tool.step_time.iqr_ms, "tool ms": tool.step_time.median_ms,
-        "trace": str(out_dir / tool.traces["light"]), "detailed trace": str(out_dir / tool.traces["detailed"]),
+        "trace": str(out_dir / tool.traces.light),
+        "detailed trace": str(out_dir / tool.traces.detailed) if tool.traces.detailed else None,
         "twin trace": str(twin_trace), "twin ms": statistics.median(figures["twin"]),
-        "cold": d.cold_factor,
+        "cold": d.cold_factor, "batch at 50%": crossovers[0], "batch at 20%": crossovers[1],
     }  # fmt: skip
 
 
-def render(rows: list[dict[str, Any]]) -> str:
-    """The table of estimate against truth, one row per case."""
+def within(row: dict[str, Any]) -> bool:
+    return 1 / FACTOR <= row["tool / twin"] <= FACTOR
+
+
+def holds_truth(row: dict[str, Any]) -> bool:
+    low, high = row["interval"]
+    return low <= row["twin"] <= high
+
+
+def met(row: dict[str, Any]) -> bool:
+    """Within 1.5x of the twin, or an interval that holds the twin's share and claims no verdict the twin's
+    share contradicts (borderline, or the twin's own verdict): an honest answer, not a confident wrong one."""
+    honest = row["borderline"] or row["verdict"] == str(verdict(row["twin"]))
+    return within(row) or (holds_truth(row) and honest)
+
+
+def decode_rows(rounds: int, out_dir: Path) -> list[dict[str, Any]]:
+    """Each decode case at batch 1, then at the crossover batch its own scaling line gives (see DECODE_TWINS)."""
+    rows = []
+    for model, twin in DECODE_TWINS.items():
+        first = measure(Case(model, "eval", batch_size=1, twin=twin), rounds, out_dir / f"{model}_bs1")
+        print(first, flush=True)
+        rows.append(first)
+        crossover = next((b for b in (first["batch at 50%"], first["batch at 20%"]) if b is not None and b > 1), None)
+        if crossover is not None:
+            rows.append(measure(Case(model, "eval", batch_size=crossover, twin=twin), rounds, out_dir / f"{model}_bs{crossover}"))
+            print(rows[-1], flush=True)
+        (out_dir / "results.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    return rows
+
+
+def render(rows: list[dict[str, Any]], decode: bool = False) -> str:
+    """The table of estimate against truth, one row per case (``decode``: with the crossover batches)."""
+    if decode:
+        return tabulate(
+            [
+                (r["case"], r["batch"], f"{r['real ms']:.3g}", f"{r['tool same step']:.4f}", r["verdict"], f"{r['twin']:.4f}",
+                 f"{r['tool / twin']:.2f}", "yes" if 1 / FACTOR <= r["tool / twin"] <= FACTOR else "NO",
+                 "" if r["scaling upper"] is None else f"{r['scaling upper']:.4f}", r["batch at 50%"] or "", r["batch at 20%"] or "")
+                for r in rows
+            ],
+            headers=["case", "batch", "ms/step", "tool, same step", "verdict", "twin (truth)", "tool/truth", "within 1.5x",
+                     "scaling bound", "50% at batch", "20% at batch"],
+            disable_numparse=True,
+        )  # fmt: skip
     return tabulate(
         [
             (r["case"], r["batch"], f"{r['real ms']:.3g}", f"{r['tool']:.4f}", f"{r['tool same step']:.4f}",
              f"{r['interval'][0]:.4f}-{r['interval'][1]:.4f}", "yes" if r["borderline"] else "", r["verdict"],
              f"{r['twin']:.4f}", f"{r['twin ops ratio']:.2f}",
              "" if r["scaling upper"] is None else f"{r['scaling upper']:.4f}", f"{r['tool / twin']:.2f}",
-             "yes" if 1 / FACTOR <= r["tool / twin"] <= FACTOR else "NO")
+             "yes" if within(r) else "NO", "yes" if holds_truth(r) else "NO", "yes" if met(r) else "NO")
             for r in rows
-        ],  # fmt: skip
+        ],
         headers=["case", "batch", "ms/step", "tool", "tool, same step", "tool interval", "borderline", "verdict", "twin (truth)",
-                 "ops real/twin", "scaling bound", "tool/truth", "within 1.5x"],
+                 "ops real/twin", "scaling bound", "tool/truth", "within 1.5x", "interval holds truth", "met"],
         disable_numparse=True,
-    )
+    )  # fmt: skip
 
 
 def reprice(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each row's estimate again from its kept light trace, priced with a calibration taken now."""
-    calibration = dispatch.calibrate(torch.device("cpu"))
+    calibration = calibrate(torch.device("cpu"))
     repriced = []
     for row in rows:
         probe_us = (row.get("cold") or 1.0) * calibration.probe_us  # the cold factor as the run measured it
         events = overhead_events_of_trace(row["trace"], row.get("detailed trace"))
-        priced = dispatch.estimate(events, calibration, row["tool ms"], row["real iqr ms"], probe_us)
+        priced = pricing.estimate(events, calibration, row["tool ms"], row["real iqr ms"], probe_us)
         same_step = priced.overhead_us / (row["real ms"] * 1e3)
         repriced.append(dict(
-            row, tool=priced.fraction, interval=priced.interval, borderline=priced.borderline,
-            verdict=dispatch.verdict(priced.fraction), **{"tool same step": same_step, "tool / twin": same_step / row["twin"]},
+            row, tool=priced.fraction, interval=priced.interval, borderline=borderline(priced.interval),
+            verdict=verdict(priced.fraction), **{"tool same step": same_step, "tool / twin": same_step / row["twin"]},
         ))  # fmt: skip
     return repriced
 
@@ -190,18 +256,20 @@ def explain(rows: list[dict[str, Any]]) -> str:
     the same ops costs with next to no data, so the real gap over the twin's is the cold factor the
     pricing needs, beside the one the tool's probe read.
     """
-    calibration = dispatch.calibrate(torch.device("cpu"))
+    calibration = calibrate(torch.device("cpu"))
     prices, table = calibration.prices, []
     for row in rows:
         real = overhead_events_of_trace(row["trace"], row.get("detailed trace"))
         mode = row["case"].split()[1]  # results written before the twin's trace was recorded: it sits beside the real one
         twin_path = row.get("twin trace") or str(Path(row["trace"]).with_name(f"{mode}-twin-bs1.pt.trace.json.gz"))
         twin = overhead_events_of_trace(twin_path)
-        priced = dispatch.estimate(real, calibration, row["tool ms"], row["real iqr ms"], (row.get("cold") or 1.0) * calibration.probe_us)
+        priced = pricing.estimate(real, calibration, row["tool ms"], row["real iqr ms"], (row.get("cold") or 1.0) * calibration.probe_us)
         events = {kind: priced.events_per_step[kind] * prices.of(kind) for kind in EVENT_KINDS}
         events["set-up"] = sum(priced.events_per_step[kind] * prices.of(kind) for kind in PRICED_KINDS if kind not in EVENT_KINDS)
         # The same events with the Python gap the twin shows: what the pricing gives with coldness read right.
-        twin_python = max(0.0, (twin.least_python_gap_us or 0.0) - calibration.step_gap_us - priced.events_per_step["call"] * prices.call_gap_us)
+        twin_python = max(
+            0.0, (twin.least_python_gap_us or 0.0) - calibration.step_gap_us - priced.events_per_step["call"] * prices.call_gap_us
+        )
         truth_us = row["twin"] * row["real ms"] * 1e3
         table.append((
             row["case"], f"{truth_us:.0f}", f"{priced.overhead_us:.0f}",
@@ -218,13 +286,14 @@ def explain(rows: list[dict[str, Any]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default=",".join(CASES), help="labels as listed in CASES, comma-separated")
+    parser.add_argument("--decode", action="store_true", help="the decode cases (DECODE_TWINS), recorded under a part of their own")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1: the cores are shared)")
-    parser.add_argument("--out", default=tempfile.mkdtemp(prefix="verdict_accuracy_"),
-                        help="where the traces and results.json go")
+    parser.add_argument("--out", default=tempfile.mkdtemp(prefix="verdict_accuracy_"), help="where the traces and results.json go")
     parser.add_argument("--reprice", metavar="RESULTS_JSON", help="price a run's kept traces again (see above)")
     parser.add_argument("--explain", metavar="RESULTS_JSON", help="break a run's estimates down against its twins' traces")
-    parser.add_argument("--dry-run", action="store_true", help="print the table, do not append it to RESULTS.md")
+    parser.add_argument("--no-detailed", action="store_true", help="the tool's estimate without the detailed profile")
+    parser.add_argument("--dry-run", action="store_true", help="print the table, do not record it in RESULTS.md")
     args = parser.parse_args()
     steady_process()
     torch.set_num_threads(args.threads)
@@ -234,20 +303,28 @@ def main() -> None:
     rows = []
     if args.reprice:
         rows = reprice(json.loads(Path(args.reprice).read_text(encoding="utf-8")))
-    for label in [] if args.reprice else args.cases.split(","):
+    if args.decode:
+        rows = decode_rows(args.rounds, Path(args.out))
+    for label in [] if args.reprice or args.decode else args.cases.split(","):
         # A folder per case: two batch sizes of one model would write the same trace names.
-        result = measure(CASES[label], args.rounds, Path(args.out) / label.replace(" ", "_").replace("=", ""))
+        result = measure(CASES[label], args.rounds, Path(args.out) / label.replace(" ", "_").replace("=", ""), not args.no_detailed)
         print(result, flush=True)
         rows.append(result)
         (Path(args.out) / "results.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
-    table = render(rows)
-    within = sum(1 / FACTOR <= r["tool / twin"] <= FACTOR for r in rows)
+    table = render(rows, decode=args.decode)
+    profiles = "the light profile only (--no-detailed)" if args.no_detailed else "both profiles"
+    notes = (
+        f"{sum(map(within, rows))} of {len(rows)} cases within {FACTOR}x of the twin's share, {sum(map(met, rows))} met "
+        f"(within {FACTOR}x, or an interval that holds the twin's share with no verdict it contradicts); "
+        f"{args.rounds} interleaved rounds, medians; torch threads {args.threads}; {profiles}."
+    )
     if args.dry_run:
-        print(table)
+        print(table, notes, sep="\n")
         return
-    append("Verdict accuracy: overhead fraction against the nil-arithmetic twin and batch scaling", table,
-           f"{within} of {len(rows)} cases within {FACTOR}x of the twin's share; {args.rounds} interleaved rounds, "
-           f"medians; torch threads {args.threads}.")
+    part = "Decode steps" if args.decode else None if args.threads == 1 else f"At {args.threads} threads"
+    if args.no_detailed:
+        part = f"{part or 'At 1 thread'}, light profile only"
+    record("Verdict accuracy", table, notes, part=part)
 
 
 if __name__ == "__main__":
