@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -64,6 +65,14 @@ def test_other_work_on_the_machine_marks_a_row_even_when_no_step_waited() -> Non
     shared = split_of(steps(10), machine=(0.0, 50.0, 2.0))
     assert shared.contended == ("contended: other work took 50% of the machine's CPUs while it ran",)
     assert split_of(steps(10), machine=(0.0, 5.0, 1.0)).contended == ()
+
+
+def test_a_window_shorter_than_the_tick_clock_can_resolve_gives_no_other_work_figure() -> None:
+    """A microsecond step's five steps last well under a clock tick: one tick of anyone's work there read 700%."""
+    assert schedstat.MachineGauge().read().other_work_pct is None
+    gauge = schedstat.MachineGauge()
+    time.sleep(schedstat.MIN_GAUGE_TICKS / schedstat.TICKS_PER_S / (os.cpu_count() or 1) + 0.05)
+    assert gauge.read().other_work_pct is not None
 
 
 def test_waits_of_a_few_percent_mark_no_row_however_few_steps_ran_clean() -> None:

@@ -129,7 +129,9 @@ class MachineLoad:
     """What else the machine did while some steps ran."""
 
     pressure_pct: float | None  # PSI's share of the time some task waited for a CPU; None without PSI
-    other_work_pct: float | None  # CPU time of every other process (and the hypervisor's steal), in % of the machine's
+    other_work_pct: (
+        float | None
+    )  # CPU time of every other process (and the hypervisor's steal), in % of the machine's; None: window too short
     load_average: float | None
 
 
@@ -145,13 +147,17 @@ class MachineGauge:
         wall_s = max(1e-9, (wall - w0) / 1e9)
         pct = None if pressure is None or p0 is None else 100.0 * (pressure - p0) / 1e6 / wall_s
         others = None
-        if busy is not None and b0 is not None:
+        if busy is not None and b0 is not None and wall_s * (os.cpu_count() or 1) * TICKS_PER_S >= MIN_GAUGE_TICKS:
             others_s = (busy - b0) / TICKS_PER_S - (own - o0)
             others = max(0.0, 100.0 * others_s / (wall_s * (os.cpu_count() or 1)))
         return MachineLoad(pct, others, load_average())
 
 
 TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+# /proc/stat and os.times() count whole clock ticks, so the other-work figure can be two ticks off: over
+# fewer than this many ticks of the machine's CPUs (0.2 s on 2 CPUs) it is not given, rather than a
+# microsecond step's window reading "other work took 700%" on a quiet machine.
+MIN_GAUGE_TICKS = 40
 
 
 def busy_ticks() -> int | None:
