@@ -337,7 +337,7 @@ def sweep_in_a_terminal(out: Path, build_s: str) -> str:
 
 @pytest.mark.slow
 def test_a_long_case_shows_its_phase_on_the_bar_every_few_seconds(tmp_path: Path) -> None:
-    text = sweep_in_a_terminal(tmp_path / "out", "30")
+    text = sweep_in_a_terminal(tmp_path / "out", "10")
     updates = [part for part in re.split(r"[\r\n]", text) if CASE in part]
     named = [update for update in updates if re.search(r": [a-z][a-z0-9 ]+ \(\d+ s\)", update)]
     assert len(named) >= 5, updates[-10:]
