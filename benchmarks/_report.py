@@ -82,6 +82,8 @@ def placed(text: str, block: str, section: str, part: str | None) -> str:
     start, end = _span(lines, 0, len(lines), "## ", section)
     if part is not None:
         start, end = _span(lines, start, end, "### ", part)
+    else:  # the section's own text, not its parts': a part's measured block is not the section's
+        end = next((i for i in range(start, end) if lines[i].startswith("### ")), end)
     body = lines[start:end]
     begin = next((i for i, line in enumerate(body) if line.startswith("<!-- measured:")), None)
     if begin is not None:

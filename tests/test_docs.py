@@ -256,3 +256,6 @@ def test_a_benchmark_replaces_its_own_figures_and_keeps_the_prose_around_them():
     assert parted.index("## Two") < parted.index("### Part") < parted.index("- date: 3") and parted.count("- date: 2") == 1
     added = placed(parted, block.format(4), "Three", None)
     assert added.rstrip().endswith(END) and "## Three" in added and added.count("## ") == 3 + 1
+    # A section whose own figures have no marks yet, and a part whose have: the section's run replaces its own.
+    sectioned = placed(parted, block.format(5), "Two", None)
+    assert sectioned.count("- date: 3") == 1 and sectioned.index("- date: 5") < sectioned.index("### Part")
