@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import time
 
 import pytest
 import torch
@@ -166,6 +167,16 @@ def test_machine_peak_is_the_best_of_a_matmul_and_a_convolution_with_its_method(
     assert [name for name, _ in readings] == ["torch.mm 256x256x256", "conv2d 3x3 32->32 8x56x56"], peak.method
     assert peak.gflops > 0
     assert peak.gflops == pytest.approx(max(float(gflops) for _, gflops in readings), abs=0.1)
+
+
+def test_the_peak_kernels_shrink_to_fit_the_time_a_slow_type_leaves() -> None:
+    """A type the CPU emulates runs a 2048-wide product in tens of seconds: with no time for it, the kernels stay small."""
+    started = time.perf_counter()
+    peak = measure_peak("cpu", threads=1, size=2048, seconds=1e-6, min_repeats=1)
+    assert time.perf_counter() - started < 5.0
+    assert "torch.mm 256x256x256" in peak.method and "conv2d 3x3 32->32" in peak.method, peak.method
+    roomy = measure_peak("cpu", threads=1, size=512, seconds=30.0, min_repeats=1)
+    assert "torch.mm 512x512x512" in roomy.method, roomy.method  # time to spare: the largest size asked for, no larger
 
 
 def _row(verdict: str, achieved_gflops: float) -> CaseResult:

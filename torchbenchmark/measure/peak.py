@@ -6,6 +6,8 @@ Each kernel's figure is the best, not the median, of as many runs as fit in its 
 shared machine the peak is what the machine does in its quietest moment, and load only makes a kernel
 slower. A row above 100% of it says the peak was measured under load. A sweep with reduced-precision
 variants also measures the peak of each 16-bit type they compute in, with the same kernels in that type.
+The kernels are as large as fit the time: a type the CPU has no instructions for runs a 2048-wide matrix
+product in tens of seconds, so the size doubles from 256 only while the runs still fit.
 """
 
 from __future__ import annotations
@@ -38,13 +40,14 @@ def measure_peak(
     seconds: float = 2.0,
     dtype: str = "float32",
 ) -> MachinePeak:
-    """The best FLOP/s of large ``dtype`` kernels on ``device`` with ``threads`` intra-op threads (see above)."""
+    """The best FLOP/s of ``dtype`` kernels up to ``size`` wide on ``device`` with ``threads`` intra-op threads (see above)."""
     device = torch.device(device)
-    size = size or (8192 if device.type == "cuda" else 2048)
+    largest = size or (8192 if device.type == "cuda" else 2048)
     saved = torch.get_num_threads()
     if threads:
         torch.set_num_threads(threads)
     try:
+        size = _affordable_size(device, getattr(torch, dtype), largest, seconds / (1 + min_repeats))
         kernels = _peak_kernels(device, size, getattr(torch, dtype))
         readings = [_best_gflops(run, flops, device, min_repeats, seconds / len(kernels)) for _, run, flops in kernels]
         used = torch.get_num_threads()
@@ -54,6 +57,27 @@ def measure_peak(
     parts = [f"{name} {best:.1f} (median {median:.1f}, {n} runs)" for (name, _, _), (best, median, n) in zip(kernels, readings)]
     method = f"best of {dtype} {' and '.join(parts)} GFLOP/s on {where}"
     return MachinePeak(round(max(best for best, _, _ in readings), 1), method)
+
+
+def _affordable_size(device: torch.device, dtype: torch.dtype, largest: int, seconds: float) -> int:
+    """The widest power-of-two matrix product from 256 up to ``largest`` whose run is predicted to take under ``seconds``.
+
+    Doubling the width multiplies a product's work by 8, so each width is timed (its second run, the first sets up)
+    before the next is tried: the search costs about a seventh of the run it picks.
+    """
+    sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
+    size = min(256, largest)
+    while size * 2 <= largest:
+        a = torch.ones(size, size, device=device, dtype=dtype)
+        torch.mm(a, a)
+        sync()
+        started = time.perf_counter()
+        torch.mm(a, a)
+        sync()
+        if 8 * (time.perf_counter() - started) > seconds:
+            break
+        size *= 2
+    return size
 
 
 def _peak_kernels(device: torch.device, size: int, dtype: torch.dtype) -> list[tuple[str, Callable[[], object], int]]:
