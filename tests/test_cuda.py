@@ -116,7 +116,6 @@ def test_gpu_calibration_syncs_its_device_before_each_burst_it_does_not_wait_for
     monkeypatch.setattr(dispatch, "device_sync", device_sync)
     monkeypatch.setattr(dispatch.time, "perf_counter_ns", lambda: (events.append("clock"), next(clock))[1])
     monkeypatch.setattr(dispatch, "_step_gap_us", lambda device: 0.0)
-    monkeypatch.setattr(dispatch, "_warm_probe_us", lambda: 0.0)  # a host-only loop after the bursts
     dispatch.calibrate(torch.device("cpu"), calls=80, repeats=1, profiled_calls=5)
     assert asked and all(device == torch.device("cpu") for device in asked)
     bursts = "".join("s" if e == "sync" else "c" for e in events)

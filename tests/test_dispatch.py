@@ -12,7 +12,7 @@ from torchbenchmark.analyze import pricing, verdict
 from torchbenchmark.analyze.overhead import PRICED_KINDS, OverheadEvents
 from torchbenchmark.api import collect_diagnostics
 from torchbenchmark.measure import calibration as calibrating
-from torchbenchmark.measure.harness import Pace, characterise
+from torchbenchmark.measure.harness import ColdProbe, Pace, characterise
 from torchbenchmark.results.spec import Budget
 
 
@@ -158,6 +158,32 @@ def test_prices_from_timings_recover_an_rnn_calls_set_up_and_time_step() -> None
     assert without.rnn_us == without.rnn_backward_step_us == 0.0  # no RNN loops (no oneDNN): no price
 
 
+def test_prices_from_timings_price_a_convolutions_set_up_beyond_its_events_dispatch() -> None:
+    """A oneDNN convolution costs its events' dispatch and a primitive built on every call: the set-up is
+    what the loop costs beyond the events, and its nested events do not raise the nested price."""
+    call, nested, setup = 0.9, 0.2, 150.0
+    workloads = [
+        _workload("loop", 0),
+        _workload("add", 1),
+        _workload("embedding_bag", 1, 42),
+        _workload("backward_1", 3, 6, 10),
+        _workload("backward_8", 10, 6, 31),
+        pricing.Counted("conv", {"call": 1, "nested": 9, "autograd": 0, "conv": 1}),
+    ]
+    unit = {"call": call, "nested": nested, "autograd": 0.7, "conv": setup}
+    cost = {w.name: 0.05 + sum(count * unit[kind] for kind, count in w.events.items()) for w in workloads}
+    prices = pricing.prices_from_timings(workloads, cost)
+    assert prices.nested_us == pytest.approx(nested) and prices.conv_us == pytest.approx(setup)
+    assert pricing.prices_from_timings(workloads[:5], cost).conv_us == 0.0  # no oneDNN convolution: no price
+
+
+def test_estimate_prices_each_convolution_once_more_for_its_set_up() -> None:
+    prices = dataclasses.replace(PRICES, conv_us=150.0)
+    counts = {"call": 10, "nested": 40, "autograd": 0, "conv": 4}
+    events = OverheadEvents(events_per_step=(counts,), python_gap_us_per_step=(0.0,))
+    assert pricing.estimate(events, pricing.Calibration(repeats=(prices,)), step_ms=1.0).overhead_us == pytest.approx(20 + 4 * 150)
+
+
 def test_estimate_prices_an_rnn_calls_set_up_and_time_steps() -> None:
     prices = dataclasses.replace(PRICES, rnn_us=30.0, rnn_step_us=0.25, rnn_backward_us=90.0, rnn_backward_step_us=1.0)
     counts = {"call": 10, "nested": 40, "autograd": 0, "rnn": 2, "rnn_step": 70, "rnn_backward": 2, "rnn_backward_step": 70}
@@ -181,6 +207,8 @@ def test_calibration_counts_the_events_each_call_emits() -> None:
     long = pricing.RNN_TIME_STEPS
     assert counted["rnn_1"].events["rnn"] == 1 and counted[f"rnn_{long}"].events["rnn_step"] == long  # on oneDNN
     assert counted[f"rnn_backward_{long}"].events["rnn_backward"] == 1 and counted["rnn_1"].events["rnn_backward"] == 0
+    assert counted["conv"].events["conv"] == 1 and counted["conv"].events["nested"] >= 3  # conv1d -> ... -> mkldnn_convolution
+    assert not counted["conv"].events["rnn_step"]
 
 
 @pytest.mark.slow
@@ -193,6 +221,8 @@ def test_calibration_gives_a_price_per_kind_per_repeat() -> None:
     # oneDNN's RNN layer sets up for tens of µs a call at nil width (measured 34 forward, 96 backward,
     # against 0.8 for a call): the premise of pricing it apart.
     assert prices.rnn_us > 10 * prices.call_us and prices.rnn_backward_us > prices.rnn_us, prices
+    # A oneDNN convolution builds its primitive for 130 to 170 µs at any shape (measured): a price of its own.
+    assert prices.conv_us > 20 * prices.call_us, prices
 
 
 def test_scaling_fits_the_intercept_and_checks_the_event_estimate_against_it() -> None:
@@ -229,43 +259,61 @@ def test_few_large_matmuls_is_compute_bound(tmp_path, mode: str) -> None:
     )
 
 
-def test_cold_factor_is_the_probe_after_the_step_over_the_probe_after_an_empty_one() -> None:
-    assert pricing.cold_factor(20.0, 5.0) == pytest.approx(4.0)
-    assert pricing.cold_factor(4.0, 5.0) == 1.0  # never below 1
-    assert pricing.cold_factor(None, 5.0) == pricing.cold_factor(20.0, 0.0) == 1.0  # a probe not taken
-
-
 def test_a_cold_step_counts_its_python_gap_at_calibration_speed() -> None:
-    calibration = pricing.Calibration(repeats=(PRICES,), probe_us=5.0)
+    calibration = pricing.Calibration(repeats=(PRICES,))
     events = _events(10, 0, 0, (400.0,))
-    priced = pricing.estimate(events, calibration, step_ms=10.0, probe_us=10.0)
+    priced = pricing.estimate(events, calibration, step_ms=10.0, cold=2.0)
     assert priced.cold == pytest.approx(2.0)
     assert priced.python_us == pytest.approx(400 / 2 - 10 * 0.5)
     assert priced.interval[1] == pytest.approx((10 * 1.0 + 400 - 5) / 10_000)  # the top takes the gap as measured
     assert pricing.estimate(events, calibration, step_ms=10.0).cold == 1.0  # no probe: the gap as measured
+    assert pricing.estimate(events, calibration, step_ms=10.0, cold=0.5).cold == 1.0  # never below 1
+
+
+BIG = 64 * 2**20  # 256 MB of floats: more than any cache
+
+
+class Glue:
+    """A step of forty module calls that dispatch nothing, with a 256 MB op before them (``stream="first"``),
+    after them (``"last"``: the probe after the step finds cold caches the glue never saw) or none."""
+
+    def __init__(self, stream: str | None) -> None:
+        self.stream = stream
+        self.big = torch.ones(BIG) if stream else None
+        self.chain = [torch.nn.Identity() for _ in range(40)]
+
+    def eval(self, niter: int, step_fn) -> None:
+        for _ in range(niter):
+            if self.stream == "first":
+                self.big.mul_(1.0)
+            for module in self.chain:
+                module(None)
+            if self.stream == "last":
+                self.big.mul_(1.0)
+            step_fn()
+
+
+def _cold(model, in_step: bool = True) -> float:
+    return characterise(model, "eval", QUICK, Pace.on(torch.device("cpu")), ColdProbe(in_step=in_step)).cold_factor
 
 
 @pytest.mark.slow
-def test_the_probe_runs_slower_after_a_step_that_streams_more_than_the_caches_hold() -> None:
-    """The cold factor's premise, on this machine: after a step that streams 256 MB, the probe's
-    module glue runs slower than after an empty step; after an empty step, no slower."""
-    big = torch.ones(64 * 2**20)
+def test_the_probe_runs_slower_after_an_op_that_streams_more_than_the_caches_hold() -> None:
+    """The cold factor's premise, on this machine: after an op that streams 256 MB, the probe's module glue
+    runs slower than warm; with no such op, no slower, after the step or at each module call."""
+    assert _cold(Glue("last"), in_step=False) > 1.5
+    assert _cold(Glue(None)) < 1.3
+    assert _cold(Glue(None), in_step=False) < 1.5
 
-    class Streams:
-        def eval(self, niter: int, step_fn) -> None:
-            for _ in range(niter):
-                big.mul_(1.0)
-                step_fn()
 
-    class Empty:
-        def eval(self, niter: int, step_fn) -> None:
-            for _ in range(niter):
-                step_fn()
-
-    cold = characterise(Streams(), "eval", QUICK, Pace.on(torch.device("cpu"))).cold_probe_us
-    warm = characterise(Empty(), "eval", QUICK, Pace.on(torch.device("cpu"))).cold_probe_us
-    assert pricing.cold_factor(cold, warm) > 1.5, (cold, warm)
-    assert pricing.cold_factor(warm, calibrating.calibrate(torch.device("cpu"), calls=100, repeats=1, profiled_calls=20).probe_us) < 1.5
+@pytest.mark.slow
+def test_the_cold_factor_is_read_where_the_glue_runs_not_only_after_the_step() -> None:
+    """Forty module calls after a streaming op: the first runs cold, the rest warm. After the step the probe
+    finds the caches as that op left them when it comes last; the glue itself ran warm either way."""
+    after = _cold(Glue("last"), in_step=False)
+    inside_last, inside_first = _cold(Glue("last")), _cold(Glue("first"))
+    assert inside_last < 1 + (after - 1) / 3, (after, inside_last)
+    assert inside_first < 1 + (after - 1) / 3, (after, inside_first)
 
 
 def test_verdicts_are_the_pinned_three() -> None:

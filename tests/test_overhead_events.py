@@ -157,3 +157,17 @@ def test_an_lstms_trace_and_its_shapes_give_its_time_steps(tmp_path: Path) -> No
     assert light.mean_events("rnn_step") == 0  # no shapes: no time steps
     both = overhead_events_of_trace(paths["light"], shapes_path=paths["shaped"])
     assert both.mean_events("rnn_step") == 14 and both.mean_events("rnn_backward_step") == 14
+
+
+def test_a_onednn_convolution_counts_under_its_kind_and_its_set_up_kind_with_no_time_steps() -> None:
+    step = [
+        _step(1, 0.0, dur=400.0),
+        _x("aten::conv1d", 10, 300),  # call
+        _x("aten::convolution", 12, 290),  # nested
+        _x("aten::mkldnn_convolution", 20, 250),  # nested, and conv set-up
+    ]
+    counted = overhead_events(step)
+    assert counted.events_per_step == (_kinds(call=1, nested=2, conv=1),)
+    # Shapes that look like an RNN's (three dimensions) give a convolution no time steps.
+    shaped = _rnn_layer("aten::mkldnn_convolution", 20, 250, time_steps=35)
+    assert time_steps_per_call([shaped]) == {}

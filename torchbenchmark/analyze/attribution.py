@@ -120,7 +120,7 @@ def _price(event: Event, kind: str, prices: Mapping[str, float]) -> float:
     if setup is not None:
         dims = (event.get("args") or {}).get("Input Dims")
         steps = int(dims[0][0]) if dims and len(dims[0]) == 3 else 0
-        price += prices.get(setup, 0.0) + steps * prices.get(TIME_STEP_KINDS[setup], 0.0)
+        price += prices.get(setup, 0.0) + (steps * prices.get(TIME_STEP_KINDS[setup], 0.0) if setup in TIME_STEP_KINDS else 0.0)
     return price
 
 

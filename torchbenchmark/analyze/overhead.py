@@ -6,10 +6,11 @@ Kinds of op event (each priced on this machine by ``measure.calibration``, see `
     nested    an op dispatched inside another op or inside an autograd node (linear -> t, addmm, ...)
     autograd  an autograd engine node: the engine's scheduling and bookkeeping of one backward function
 
-Some ops build their kernel anew on every call, before any arithmetic: oneDNN's RNN layers create their
-primitive per call and step through time inside one event. Such an event counts under its kind above and
-once more under its set-up kind; the time steps it runs count under a kind of their own, known only from
-a trace that recorded shapes (``time_steps_per_call``).
+Some ops build their kernel anew on every call, before any arithmetic: oneDNN's convolutions and RNN
+layers create their primitive per call (130 to 170 µs a convolution here, whatever its shape), and an RNN
+layer steps through time inside one event. Such an event counts under its kind above and once more under
+its set-up kind; an RNN layer's time steps count under a kind of their own, known only from a trace that
+recorded shapes (``time_steps_per_call``).
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from typing import Any
 from torchbenchmark.analyze.trace import Event, is_step, load_events, parents, span, step_events, thread_of
 
 EVENT_KINDS = ("call", "nested", "autograd")
-SETUP_OPS = {"aten::mkldnn_rnn_layer": "rnn", "aten::mkldnn_rnn_layer_backward": "rnn_backward"}
+SETUP_OPS = {"aten::mkldnn_rnn_layer": "rnn", "aten::mkldnn_rnn_layer_backward": "rnn_backward", "aten::mkldnn_convolution": "conv"}
 SETUP_KINDS = tuple(SETUP_OPS.values())
-TIME_STEP_KINDS = {kind: f"{kind}_step" for kind in SETUP_KINDS}
+TIME_STEP_KINDS = {kind: f"{kind}_step" for kind in ("rnn", "rnn_backward")}  # the set-up kinds that step through time
 PRICED_KINDS = EVENT_KINDS + SETUP_KINDS + tuple(TIME_STEP_KINDS.values())
 AUTOGRAD_NODE_PREFIX = "autograd::engine::evaluate_function"
 
@@ -78,7 +79,7 @@ class OverheadEvents:
 
 
 def time_steps_per_call(events: Iterable[Event]) -> dict[str, float]:
-    """The mean time steps of a call of each set-up kind (SETUP_OPS), from a trace that recorded shapes.
+    """The mean time steps of a call of each kind that steps through time, from a trace that recorded shapes.
 
     An RNN layer's input is time-major, (time, batch, features). A kind left out had no call with that
     shape (a packed sequence's input is 2-d): its time steps are not known.
@@ -86,6 +87,7 @@ def time_steps_per_call(events: Iterable[Event]) -> dict[str, float]:
     steps: dict[str, list[int]] = defaultdict(list)
     for event in events:
         kind = SETUP_OPS.get(str(event.get("name", "")))
+        kind = kind if kind in TIME_STEP_KINDS else None
         dims = (event.get("args") or {}).get("Input Dims") if kind and event.get("ph") == "X" else None
         if kind and dims and len(dims[0]) == 3:
             steps[kind].append(int(dims[0][0]))
@@ -146,6 +148,6 @@ def overhead_events_of_trace(path: str | Path, shapes_path: str | Path | None = 
     """The overhead events of a light trace; ``shapes_path``, a trace of the same model that recorded shapes
     (the detailed profile's), is read for the time steps of its set-up ops, only when it holds some."""
     events = overhead_events(load_events(path))
-    if shapes_path is not None and any(events.mean_events(kind) for kind in SETUP_KINDS):
+    if shapes_path is not None and any(events.mean_events(kind) for kind in TIME_STEP_KINDS):
         events = events.with_time_steps(time_steps_per_call(load_events(shapes_path)))
     return events

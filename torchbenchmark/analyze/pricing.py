@@ -3,11 +3,12 @@
 Every op a model calls pays a fixed cost before any arithmetic: Python argument parsing, the dispatcher,
 autograd bookkeeping, an allocation, a kernel launch on a GPU. Each kind of event (``analyze.overhead``)
 has its own price; an op that builds its kernel on every call (``SETUP_OPS``) is priced once more for
-that set-up and for each time step it runs. Python that makes no event (module ``__call__``, hooks, the
+that set-up, and an RNN layer for each time step it runs. Python that makes no event (module ``__call__``, hooks, the
 optimizer's loops, glue) is measured, not priced: the step's *Python gap* (its least over the profiled
 steps, since preemption only adds), divided by the *cold factor* (how much slower a fixed piece of
-module glue ran after a measured step than after an empty one: that slowness belongs to the arithmetic
-that evicted the caches), less what an empty profiled step holds and what each call's own gap holds::
+module glue ran at the step's module calls than warm, ``measure.harness.ColdProbe``: that slowness
+belongs to the arithmetic that evicted the caches), less what an empty profiled step holds and what each
+call's own gap holds::
 
     overhead_us = sum(events[kind] * price[kind] for every priced kind)
                   + max(0, python_gap_us / cold - step_gap_us - calls * call_gap_us)
@@ -15,8 +16,9 @@ that evicted the caches), less what an empty profiled step holds and what each c
 
 Prices come in order, each from loops whose other kinds are already priced (``prices_from_timings``):
 ``call`` from ops that nest nothing, ``nested`` pooled over ops that nest many, ``autograd`` from the
-difference between a deep and a shallow backward (the engine's fixed entry cost cancels), then an RNN
-layer's set-up and time step from loops over 1 and ``RNN_TIME_STEPS`` time steps.
+difference between a deep and a shallow backward (the engine's fixed entry cost cancels), then a
+convolution's set-up from a loop of one, and an RNN layer's set-up and time step from loops over 1 and
+``RNN_TIME_STEPS`` time steps.
 
 The interval spans each calibration repeat's prices, the profiled steps' Python gaps (least, then median
 and without the cold factor at the top) and the step time's interquartile range. With more than one
@@ -41,7 +43,7 @@ import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 
-from torchbenchmark.analyze.overhead import EVENT_KINDS, PRICED_KINDS, TIME_STEP_KINDS, OverheadEvents
+from torchbenchmark.analyze.overhead import EVENT_KINDS, PRICED_KINDS, SETUP_KINDS, TIME_STEP_KINDS, OverheadEvents
 from torchbenchmark.analyze.verdict import COMPUTE_BOUND_BELOW, DISPATCH_BOUND_AT
 from torchbenchmark.results.schema import Scaling
 from torchbenchmark.results.spec import Budget
@@ -72,6 +74,7 @@ class Prices:
     rnn_step_us: float = 0.0
     rnn_backward_us: float = 0.0
     rnn_backward_step_us: float = 0.0
+    conv_us: float = 0.0  # a oneDNN convolution's primitive, built on every call; 0 where none runs on oneDNN
 
     def of(self, kind: str) -> float:
         return float(getattr(self, f"{kind}_us"))
@@ -83,7 +86,6 @@ class Calibration:
 
     repeats: tuple[Prices, ...]
     step_gap_us: float = 0.0  # Python gap of an empty profiled step: the harness and the profiler's step
-    probe_us: float = 0.0  # the cold probe's fastest pass after an empty step: its warm time; 0: not measured
 
     @property
     def prices(self) -> Prices:
@@ -105,12 +107,13 @@ def prices_from_timings(workloads: Sequence[Counted], cost_us: Mapping[str, floa
     """Per-event prices from each workload's counted events and its measured cost per iteration (µs).
 
     ``cost_us`` must hold ``loop`` (an empty loop body), workloads that nest nothing, workloads that nest
-    ops, and ``backward_1`` and ``backward_8``; the RNN loops (``rnn_1``, ``rnn_33``, ``rnn_backward_1``,
+    ops, and ``backward_1`` and ``backward_8``; ``conv``, where given and where it ran on oneDNN, prices a
+    convolution's set-up; the RNN loops (``rnn_1``, ``rnn_33``, ``rnn_backward_1``,
     ``rnn_backward_33``), where given and where their layer ran on oneDNN, price its set-up and time steps.
     """
     by_name = {w.name: w for w in workloads}
     net = {name: max(0.0, cost - cost_us["loop"]) for name, cost in cost_us.items()}
-    forward = [w for w in workloads if w.name != "loop" and not w.name.startswith("backward") and not w.time_steps]
+    forward = [w for w in workloads if w.name != "loop" and not w.name.startswith("backward") and not _builds(w)]
     flat = [w for w in forward if w.events["nested"] == 0 and w.events["call"] > 0]
     nesting = [w for w in forward if w.events["nested"] > 0]
     call_us = statistics.median(net[w.name] / w.events["call"] for w in flat)
@@ -123,7 +126,16 @@ def prices_from_timings(workloads: Sequence[Counted], cost_us: Mapping[str, floa
     prices = Prices(call_us=call_us, nested_us=nested_us, autograd_us=autograd_us, call_gap_us=call_gap_us)
     for kind, engine in (("rnn", None), ("rnn_backward", shallow)):
         prices = _price_rnn(prices, kind, by_name, net, engine)
+    conv = by_name.get("conv")
+    if conv is not None and conv.events.get("conv") and "conv" in net:
+        dispatch_us = sum(conv.events[kind] * prices.of(kind) for kind in EVENT_KINDS)
+        prices = dataclasses.replace(prices, conv_us=max(0.0, (net["conv"] - dispatch_us) / conv.events["conv"]))
     return prices
+
+
+def _builds(workload: Counted) -> bool:
+    """Whether a calibration loop's op builds its kernel on each call (a set-up kind, priced apart)."""
+    return bool(workload.time_steps) or any(workload.events.get(kind) for kind in SETUP_KINDS)
 
 
 def _price_rnn(prices: Prices, kind: str, by_name: Mapping[str, Counted], net: Mapping[str, float], engine: Counted | None) -> Prices:
@@ -156,13 +168,6 @@ class Estimate:
     interval: tuple[float, float]  # lowest and highest fraction the spreads allow
 
 
-def cold_factor(probe_us: float | None, warm_probe_us: float) -> float:
-    """How much slower Python ran after the model's step than after an empty one, at least 1 (1 when unknown)."""
-    if not probe_us or warm_probe_us <= 0:
-        return 1.0
-    return max(1.0, probe_us / warm_probe_us)
-
-
 def _overhead_us(events: Mapping[str, float], gap_us: float, prices: Prices, step_gap_us: float, cold: float = 1.0) -> tuple[float, float]:
     """(overhead, Python time) per step in µs."""
     python_us = max(0.0, gap_us / cold - step_gap_us - events["call"] * prices.call_gap_us)
@@ -174,11 +179,11 @@ def estimate(
     calibration: Calibration,
     step_ms: float,
     step_iqr_ms: float = 0.0,
-    probe_us: float | None = None,
+    cold: float = 1.0,
     threads: int = 1,
 ) -> Estimate:
-    """The overhead share of a step of median ``step_ms`` whose light trace gave ``events``; ``probe_us``: the
-    cold probe's fastest pass after the case's measured steps; ``threads``: the CPU's intra-op threads.
+    """The overhead share of a step of median ``step_ms`` whose light trace gave ``events``; ``cold``: the
+    case's cold factor (``measure.harness.ColdProbe``); ``threads``: the CPU's intra-op threads.
 
     The Python gap is the least of the profiled steps' (the median for the interval's top): a process the
     machine's other work preempts shows the lost time as gap, so gaps err only upwards.
@@ -191,7 +196,7 @@ def estimate(
     if events.least_python_gap_us is not None:
         least_gap = min(least_gap, events.least_python_gap_us)
     step_gap = calibration.step_gap_us
-    cold = cold_factor(probe_us, calibration.probe_us)
+    cold = max(1.0, cold)
     overhead_us, python_us = _overhead_us(per_step, least_gap, calibration.prices, step_gap, cold)
     low_gap = 0.0 if threads > 1 else least_gap
     low_us = min(_overhead_us(per_step, low_gap, p, step_gap, cold)[0] for p in calibration.repeats)

@@ -20,9 +20,9 @@ import torch
 import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
-from torchbenchmark.analyze.overhead import SETUP_KINDS, TIME_STEP_KINDS, overhead_events_of_trace
+from torchbenchmark.analyze.overhead import TIME_STEP_KINDS, overhead_events_of_trace
 from torchbenchmark.analyze.pricing import RNN_TIME_STEPS, Calibration, Counted, prices_from_timings
-from torchbenchmark.measure.harness import ColdProbe, StepTimer, device_sync
+from torchbenchmark.measure.harness import StepTimer, device_sync
 from torchbenchmark.measure.native_logs import quiet_kineto
 
 
@@ -49,6 +49,9 @@ def _workloads(device: torch.device) -> list[Workload]:
     # Widths 2 to 16 cost the same within 5% a call; width 1 a third less, a case of its own.
     gates = [torch.full((8, 2), 0.1, **one), torch.full((8, 2), 0.1, **one), torch.zeros(8, **one), torch.zeros(8, **one)]
     trained = [weight.clone().requires_grad_() for weight in gates]
+    # A depthwise convolution: oneDNN's path at any size (a plain one this small takes the slow reference
+    # kernel, which builds nothing); every oneDNN convolution builds its primitive for about as long.
+    signal, taps = torch.ones(1, 2, 4, **one), torch.ones(2, 1, 4, **one)
     state = (torch.zeros(1, 1, 2, **one), torch.zeros(1, 1, 2, **one))
 
     def lstm(time_steps: int, train: bool) -> Callable[[], object]:
@@ -72,7 +75,8 @@ def _workloads(device: torch.device) -> list[Workload]:
 
     # Ops of each shape a model's step is made of: calls that nest nothing, calls that nest a few or many
     # ops (embedding_bag nests about 40), backward passes of two depths, and an op with a set-up of its
-    # own (SETUP_OPS: an LSTM runs on oneDNN's RNN layer wherever oneDNN is built in), forward and back.
+    # own (SETUP_OPS: an LSTM runs on oneDNN's RNN layer wherever oneDNN is built in, forward and back,
+    # and a convolution on oneDNN's).
     return [
         Workload("loop", lambda: None),
         Workload("add", lambda: a + b),
@@ -85,6 +89,7 @@ def _workloads(device: torch.device) -> list[Workload]:
         Workload("embedding_bag", lambda: F.embedding_bag(index, table, offsets)),
         Workload("backward_1", backward(1), dear=True),
         Workload("backward_8", backward(8), dear=True),
+        Workload("conv", lambda: F.conv1d(signal, taps, groups=2), dear=True),
         *(Workload(f"rnn_{steps}", lstm(steps, train=False), time_steps=steps, dear=True) for steps in (1, RNN_TIME_STEPS)),
         *(Workload(f"rnn_backward_{steps}", lstm(steps, train=True), time_steps=steps, dear=True) for steps in (1, RNN_TIME_STEPS)),
     ]
@@ -108,7 +113,7 @@ def _count_events(workloads: list[Workload], device: torch.device, iterations: i
         runs = workload.iterations(iterations)
         per_run = {kind: count / runs for kind, count in events.items()}
         # The light profile records no shapes: an RNN loop's time steps are the ones it was built with.
-        per_run |= {TIME_STEP_KINDS[kind]: per_run[kind] * workload.time_steps for kind in SETUP_KINDS}
+        per_run |= {step_kind: per_run.get(kind, 0) * workload.time_steps for kind, step_kind in TIME_STEP_KINDS.items()}
         found.append(Counted(workload.name, per_run, gap / runs, workload.time_steps))
     return found
 
@@ -131,16 +136,6 @@ def _step_gap_us(device: torch.device, steps: int = 20) -> float:
             for _ in range(steps + 2):
                 timer()
         return statistics.median(overhead_events_of_trace(path).python_gap_us_per_step)
-
-
-def _warm_probe_us(steps: int = 200) -> float:
-    """The ColdProbe's fastest pass after an empty step, as ``characterise`` times it after a model's."""
-    probe = ColdProbe()
-    timer = StepTimer(after_step=probe)
-    timer.begin_call()
-    for _ in range(steps):
-        timer()
-    return probe.least_us() or 0.0
 
 
 # Each timing is the fastest of this many short bursts: on a shared machine preemption only adds time.
@@ -187,4 +182,4 @@ def _calibrate(device: torch.device, calls: int, repeats: int, profiled_calls: i
             sync()
             cost_us[workload.name] = min(bursts)
         results.append(prices_from_timings(counted, cost_us))
-    return Calibration(repeats=tuple(results), step_gap_us=_step_gap_us(device), probe_us=_warm_probe_us())
+    return Calibration(repeats=tuple(results), step_gap_us=_step_gap_us(device))

@@ -27,7 +27,7 @@ from torchbenchmark.measure import compile as compiled_variant
 from torchbenchmark.measure import precision as recast_variant
 from torchbenchmark.measure.calibration import calibrate
 from torchbenchmark.measure.costs import measure_costs
-from torchbenchmark.measure.harness import Characterisation, Pace, characterise, device_sync, use_device
+from torchbenchmark.measure.harness import Characterisation, ColdProbe, Pace, characterise, device_sync, use_device
 from torchbenchmark.measure.profiling import KINDS, ProfileRun, run_profile
 from torchbenchmark.registry import meta_of, model_class
 from torchbenchmark.report.tables import render_attribution, render_top_ops
@@ -173,7 +173,8 @@ def measure(spec: CaseSpec, cls: type, meta: ModelMeta, out_dir: Path, config: M
         laps.announce("compiling")
         eager, compiled, report = compiled_variant.compile_and_measure_first_step(model, spec.mode, spec.compile, device_sync(device))
         laps("compile")
-    steps = characterise(model, spec.mode, spec.budget, Pace.on(device, announce=laps.announce))
+    probe = ColdProbe(in_step=spec.compile is None)
+    steps = characterise(model, spec.mode, spec.budget, Pace.on(device, announce=laps.announce), probe)
     laps.timings["warmup"] = round(steps.warmup_s, 3)
     laps("characterise")
     laps.timings["characterise"] = round(laps.timings["characterise"] - laps.timings["warmup"], 3)
@@ -242,8 +243,8 @@ def analyse(spec: CaseSpec, measured: Measured, out_dir: Path, meta: ModelMeta) 
         events = events.on_cpu(timesplit.off_cpu_us(light_run.samples, light_run.steps.times_ms))
     events = events.only(timesplit.kept(light_run.samples))  # the steps no other work on the machine stretched
     threads = 1 if on_gpu else torch.get_num_threads()
-    probe_us = measured.characterisation.cold_probe_us
-    priced = pricing.estimate(events, measured.calibration, steps.median_ms, steps.iqr_ms, probe_us, threads)
+    cold = measured.characterisation.cold_factor
+    priced = pricing.estimate(events, measured.calibration, steps.median_ms, steps.iqr_ms, cold, threads)
     fraction, interval, judged = priced.fraction, priced.interval, verdict.verdict(priced.fraction)
     split = time_split_of(measured)
     if not on_gpu and split is not None and split.blocked_pct >= timesplit.BLOCKED_AT_PCT:
