@@ -21,6 +21,12 @@ def contended(result: object) -> bool:
     return any(reason.startswith("contended") for reason in result.untrustworthy_reasons)
 
 
+def honestly_in_doubt(result: object, expected: str) -> bool:
+    """A ``borderline`` row whose interval reaches the expected verdict's band: a verdict in doubt, said so."""
+    dispatch = result.dispatch
+    return dispatch.borderline and any(reached == expected for reached in verdict.verdicts_between(*dispatch.overhead_interval))
+
+
 QUICK = Budget(warmup_s=1.0, measure_s=0.5, min_steps=3, edge_calls=2)
 
 
@@ -244,7 +250,14 @@ def test_scaling_fits_the_intercept_and_checks_the_event_estimate_against_it() -
 def test_many_tiny_ops_is_dispatch_bound(tmp_path, mode: str) -> None:
     result = collect_diagnostics(ManyTinyOps, mode, out_dir=tmp_path, budget=QUICK, detailed=False)
     assert result.status == "ok", result.error
-    assert result.dispatch.verdict == "dispatch-bound" or contended(result), (result.dispatch, result.time_split)
+    # Nearly all of each op is overhead. A half-second measurement read 0.36 to 0.39 (mixed, borderline, its
+    # interval reaching past 0.5) in about one run of six, quiet or not: the price of a call moves 1.7x
+    # between calibrations. What the tool promises is the verdict, or a doubt it states, or a contended mark.
+    expected = "dispatch-bound"
+    assert result.dispatch.verdict == expected or honestly_in_doubt(result, expected) or contended(result), (
+        result.dispatch,
+        result.time_split,
+    )
     assert result.dispatch.ops_per_step >= 300
 
 
