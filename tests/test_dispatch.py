@@ -96,6 +96,17 @@ def _workload(name: str, call: float, nested: float = 0, autograd: float = 0, ga
     return pricing.Counted(name, {"call": call, "nested": nested, "autograd": autograd}, gap_us)
 
 
+def _dispatch_workloads() -> list[pricing.Counted]:
+    """The loops that price call, nested and autograd, which the set-up kinds are priced beyond."""
+    return [
+        _workload("loop", 0),
+        _workload("add", 1),
+        _workload("embedding_bag", 1, 42),
+        _workload("backward_1", 3, 6, 10),
+        _workload("backward_8", 10, 6, 31),
+    ]
+
+
 def test_prices_from_timings_recover_known_per_event_prices() -> None:
     loop, call, nested, autograd = 0.05, 0.9, 0.2, 0.7
     workloads = [
@@ -132,11 +143,7 @@ def test_prices_from_timings_recover_an_rnn_calls_set_up_and_time_step() -> None
         return pricing.Counted(name, events, time_steps=steps)
 
     workloads = [
-        _workload("loop", 0),
-        _workload("add", 1),
-        _workload("embedding_bag", 1, 42),
-        _workload("backward_1", 3, 6, 10),
-        _workload("backward_8", 10, 6, 31),
+        *_dispatch_workloads(),
         rnn("rnn_1", 1, False),
         rnn(f"rnn_{long}", long, False),
         rnn("rnn_backward_1", 1, True),
@@ -169,11 +176,7 @@ def test_prices_from_timings_price_a_convolutions_set_up_beyond_its_events_dispa
     what the loop costs beyond the events, and its nested events do not raise the nested price."""
     call, nested, setup = 0.9, 0.2, 150.0
     workloads = [
-        _workload("loop", 0),
-        _workload("add", 1),
-        _workload("embedding_bag", 1, 42),
-        _workload("backward_1", 3, 6, 10),
-        _workload("backward_8", 10, 6, 31),
+        *_dispatch_workloads(),
         pricing.Counted("conv", {"call": 1, "nested": 9, "autograd": 0, "conv": 1}),
     ]
     unit = {"call": call, "nested": nested, "autograd": 0.7, "conv": setup}
