@@ -21,7 +21,11 @@ convolution's set-up from a loop of one, and an RNN layer's set-up and time step
 ``RNN_TIME_STEPS`` time steps.
 
 The interval spans each calibration repeat's prices, the profiled steps' Python gaps (least, then median
-and without the cold factor at the top) and the step time's interquartile range. With more than one
+and without the cold factor at the top) and the step time's interquartile range; its top also divides by the
+quickest step. The prices are the quickest bursts and the gap the least step's, so they are the machine at its
+quickest: on a shared host whose speed drifts by tens of percent within a second, unseen by this guest's
+accounting (a loop of tiny ops here ran 1.75x slower in some quarter-seconds than in others, with no steal),
+a median step taken in a slow spell holds overhead they do not price. With more than one
 intra-op thread on a CPU its low end prices the ops alone: there the Python between ops ran up to 1.8x
 slower than the cold factor accounts for (verdict accuracy at two threads, ``benchmarks/RESULTS.md``:
 the nil-width twin's ops never wake the other threads), so how much of the gap is overhead is not known.
@@ -181,9 +185,11 @@ def estimate(
     step_iqr_ms: float = 0.0,
     cold: float = 1.0,
     threads: int = 1,
+    step_min_ms: float | None = None,
 ) -> Estimate:
     """The overhead share of a step of median ``step_ms`` whose light trace gave ``events``; ``cold``: the
-    case's cold factor (``measure.harness.ColdProbe``); ``threads``: the CPU's intra-op threads.
+    case's cold factor (``measure.harness.ColdProbe``); ``threads``: the CPU's intra-op threads;
+    ``step_min_ms``: the quickest measured step, the interval top's like for prices taken at the quickest.
 
     The Python gap is the least of the profiled steps' (the median for the interval's top): a process the
     machine's other work preempts shows the lost time as gap, so gaps err only upwards.
@@ -202,7 +208,8 @@ def estimate(
     low_us = min(_overhead_us(per_step, low_gap, p, step_gap, cold)[0] for p in calibration.repeats)
     # The top of the interval takes the gap as measured: the cold factor is itself an estimate.
     high_us = max(_overhead_us(per_step, median_gap, p, step_gap)[0] for p in calibration.repeats)
-    step_low_ms, step_high_ms = max(step_ms - step_iqr_ms / 2, step_ms / 2), step_ms + step_iqr_ms / 2
+    quickest_ms = step_ms - step_iqr_ms / 2 if step_min_ms is None else min(step_ms - step_iqr_ms / 2, step_min_ms)
+    step_low_ms, step_high_ms = max(quickest_ms, step_ms / 2), step_ms + step_iqr_ms / 2
     return Estimate(
         per_step,
         python_us,

@@ -244,7 +244,7 @@ def analyse(spec: CaseSpec, measured: Measured, out_dir: Path, meta: ModelMeta) 
     events = events.only(timesplit.kept(light_run.samples))  # the steps no other work on the machine stretched
     threads = 1 if on_gpu else torch.get_num_threads()
     cold = measured.characterisation.cold_factor
-    priced = pricing.estimate(events, measured.calibration, steps.median_ms, steps.iqr_ms, cold, threads)
+    priced = pricing.estimate(events, measured.calibration, steps.median_ms, steps.iqr_ms, cold, threads, steps.min_ms)
     fraction, interval, judged = priced.fraction, priced.interval, verdict.verdict(priced.fraction)
     split = time_split_of(measured)
     if not on_gpu and split is not None and split.blocked_pct >= timesplit.BLOCKED_AT_PCT:
