@@ -91,6 +91,7 @@ def test_more_threads_lower_the_interval_to_the_ops_alone_and_keep_the_estimate(
     assert two.interval[0] == pytest.approx((100 * 1.0 + 300 * 0.25 + 200 * 0.75) / 1000)
     assert verdict.borderline(two.interval) and not verdict.borderline(one.interval)
 
+
 def test_the_interval_top_divides_by_the_quickest_step_since_the_prices_are_the_quickest_bursts() -> None:
     calibration = pricing.Calibration(repeats=(PRICES,))
     events = _events(300, 0, 0, (150.0,))  # 300 calls at 1 us; their own gaps hold the 150 us of Python
@@ -103,7 +104,6 @@ def test_the_interval_top_divides_by_the_quickest_step_since_the_prices_are_the_
     assert "dispatch-bound" in verdict.verdicts_between(*drifting.interval)  # a doubt the row states
     # A stray quick step never lowers the divisor below half the median.
     assert pricing.estimate(events, calibration, step_ms=1.0, step_min_ms=0.1).interval[1] == pytest.approx(0.6)
-
 
 
 def _workload(name: str, call: float, nested: float = 0, autograd: float = 0, gap_us: float = 0.0) -> pricing.Counted:

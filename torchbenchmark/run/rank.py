@@ -194,7 +194,9 @@ def run_rank(spec: CaseSpec, out_dir: Path, status: _Status) -> CaseResult | Non
     if rank != 0 or calibration is None:
         return None
     steps = measured.steps
-    priced = pricing.estimate(overhead_events_of_trace(profiled.trace_path), calibration, steps.median_ms, steps.iqr_ms, step_min_ms=steps.min_ms)
+    priced = pricing.estimate(
+        overhead_events_of_trace(profiled.trace_path), calibration, steps.median_ms, steps.iqr_ms, step_min_ms=steps.min_ms
+    )
     batch = model.batch_size(spec.mode) if callable(getattr(model, "batch_size", None)) else spec.batch_size
     zero = RankZero(meta, batch, BACKENDS[device.type], calibration, summarize_trace(profiled.trace_path, top=spec.top_ops), priced)
     return _row(spec, zero, gathered, timings)
