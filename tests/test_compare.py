@@ -175,12 +175,13 @@ def test_exit_codes_end_to_end(tmp_path: Path) -> None:
     # A wide threshold: this checks the plumbing, not the machine's quiet (benchmarks/RESULTS.md has the rates).
     same = diagnostics("compare", str(tmp_path / "a"), str(tmp_path / "b"), "--threshold", "50", "--json", str(tmp_path / "aa.json"))
     (case,) = json.loads((tmp_path / "aa.json").read_text())["cases"]
-    # On a loaded machine a side may be marked: then the gate says it cannot see (3), never "same".
-    cannot_see = _a_side_is_marked(same.stdout)
+    # On a loaded machine a side may be marked, or one process of a side caught a slow spell of the host and
+    # the spread hides a slowdown of 4x the threshold: then the gate says it cannot see (3), never "same".
+    cannot_see = _cannot_see(same.stdout)
     assert (same.returncode, case["call"]) == ((3, "inconclusive") if cannot_see else (0, "same")), same.stdout + same.stderr
     assert (case["estimate"]["n_base"], case["estimate"]["n_new"]) == (1, 2)  # --repeat 2: two processes
     slower = diagnostics("compare", str(tmp_path / "a"), str(tmp_path / "slow" / "summary.json"), "--threshold", "50")
-    expected = (3, "inconclusive") if _a_side_is_marked(slower.stdout) else (1, "slower")  # a marked side: whatever the ratio
+    expected = (3, "inconclusive") if _cannot_see(slower.stdout) else (1, "slower")  # whatever the ratio
     assert slower.returncode == expected[0], slower.stdout + slower.stderr
     table = [line for line in slower.stdout.splitlines() if "work_model" in line and not line.startswith("ops that moved")]
     assert [line.split()[0] for line in table] == [expected[1]]
@@ -189,15 +190,16 @@ def test_exit_codes_end_to_end(tmp_path: Path) -> None:
     assert faster.returncode == 0 and "faster" in faster.stdout, faster.stdout
     # A sweep with --baseline gates in the same command.
     gated = diagnostics(*sweep, "--out", str(tmp_path / "gated"), "--baseline", str(tmp_path / "a"), "--threshold", "50", work=4)
-    assert gated.returncode == (3 if _a_side_is_marked(gated.stdout + gated.stderr) else 1), gated.stdout + gated.stderr
+    assert gated.returncode == (3 if _cannot_see(gated.stdout + gated.stderr) else 1), gated.stdout + gated.stderr
     for bad in (["compare", str(tmp_path / "a"), str(tmp_path / "missing")], ["compare", str(tmp_path / "a")]):
         result = diagnostics(*bad)
         assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
 
 
-def _a_side_is_marked(output: str) -> bool:
-    """A case's note says a side is marked; the legend's "a side is marked" names the rule, not a case."""
-    return "base is marked" in output or "new is marked" in output
+def _cannot_see(output: str) -> bool:
+    """A case's note says a side is marked or its measurement cannot see 4x the threshold (the legend's
+    "a side is marked" names the rule, not a case)."""
+    return "base is marked" in output or "new is marked" in output or "it catches only slowdowns of" in output
 
 
 def test_the_comparison_table_is_pinned() -> None:
