@@ -102,12 +102,23 @@ def test_the_mark_shows_on_the_row_its_repr_and_survives_json() -> None:
 
 
 def test_gaps_are_priced_on_a_cpu_and_only_the_clean_steps_count() -> None:
-    events = OverheadEvents(({"call": 10}, {"call": 20}, {"call": 30}), (100.0, 500.0, 300.0), least_python_gap_us=90.0)
-    on_cpu = events.on_cpu([20.0, 450.0, 0.0])
-    assert on_cpu.python_gap_us_per_step == (80.0, 50.0, 300.0) and on_cpu.least_python_gap_us is None
-    kept = events.only([True, False, True])
-    assert kept.events_per_step == ({"call": 10}, {"call": 30}) and kept.python_gap_us_per_step == (100.0, 300.0)
-    assert events.only([False, False, False]) is events and events.on_cpu([0.0, 0.0, 0.0]) is events
+    # A step that sleeps about 9 ms of its 10 every time: what every step spent off a CPU leaves its gaps in
+    # full, a step's extra 400 µs by the gap's share of the step.
+    sleeping = OverheadEvents(({"call": 10}, {"call": 20}, {"call": 30}), (9100.0, 9600.0, 9300.0), least_python_gap_us=9050.0)
+    on_cpu = sleeping.on_cpu([9000.0, 9400.0, 9000.0], [10_000.0] * 3)
+    assert on_cpu.python_gap_us_per_step == pytest.approx((100.0, 600.0 - 0.96 * 400.0, 300.0))
+    assert on_cpu.least_python_gap_us == pytest.approx(50.0)
+    # A step of large ops (7 ms of gap in 500): a burst of 6 ms off a CPU in one profiled step, which lies
+    # mostly in its ops, takes from its gap only the gap's share of it.
+    large = OverheadEvents(({"call": 10},) * 3, (7000.0, 7000.0, 7000.0), least_python_gap_us=6900.0)
+    burst = large.on_cpu([100.0, 6100.0, 100.0], [500_000.0] * 3)
+    assert burst.python_gap_us_per_step == pytest.approx((6900.0, 7000.0 - 100.0 - 6000.0 * 0.014, 6900.0))
+    assert burst.least_python_gap_us == pytest.approx(6800.0)
+    # Steps left out were stretched by other work: the rest keep their gaps, and the least gaps stay.
+    kept = sleeping.only([True, False, True])
+    assert kept.events_per_step == ({"call": 10}, {"call": 30}) and kept.python_gap_us_per_step == (9100.0, 9300.0)
+    assert kept.least_python_gap_us == 9050.0
+    assert sleeping.only([False, False, False]) is sleeping and sleeping.on_cpu([0.0, 0.0, 0.0], [1.0] * 3) is sleeping
     # A step's off-CPU time is at least its duration less every CPU nanosecond of its interval.
     assert timesplit.off_cpu_us(steps(2, wall_ms=12, cpu_ms=3), [10.0, 2.0]) == [7000.0, 0.0]
 
