@@ -114,6 +114,15 @@ def test_gaps_are_priced_on_a_cpu_and_only_the_clean_steps_count() -> None:
     burst = large.on_cpu([100.0, 6100.0, 100.0], [500_000.0] * 3)
     assert burst.python_gap_us_per_step == pytest.approx((6900.0, 7000.0 - 100.0 - 6000.0 * 0.014, 6900.0))
     assert burst.least_python_gap_us == pytest.approx(6800.0)
+    # At two threads each profiled step waited about 3.6 ms at a join while a pool thread waited as long
+    # for a CPU: not the step's own waiting, so the gaps keep all but their share of it.
+    joins = steps(1, wall_ms=450, cpu_ms=446.4, others_ms=3.1) + steps(1, wall_ms=450, cpu_ms=446.4, others_ms=4.8)
+    durations = [450.0, 450.0]
+    assert timesplit.own_off_cpu_us(joins, durations) == pytest.approx([500.0, 0.0])
+    pair = OverheadEvents(({"call": 10},) * 2, (4000.0, 4000.0), least_python_gap_us=3900.0)
+    at_joins = pair.on_cpu(timesplit.off_cpu_us(joins, durations), [450_000.0] * 2, timesplit.own_off_cpu_us(joins, durations))
+    assert at_joins.python_gap_us_per_step == pytest.approx((4000.0 - 3600.0 * 4000 / 450_000,) * 2)
+    assert at_joins.least_python_gap_us == 3900.0
     # Steps left out were stretched by other work: the rest keep their gaps, and the least gaps stay.
     kept = sleeping.only([True, False, True])
     assert kept.events_per_step == ({"call": 10}, {"call": 30}) and kept.python_gap_us_per_step == (9100.0, 9300.0)

@@ -67,22 +67,23 @@ class OverheadEvents:
             python_gap_us_per_step=tuple(self.python_gap_us_per_step[i] for i in chosen),
         )
 
-    def on_cpu(self, off_cpu_us: Sequence[float], step_us: Sequence[float]) -> OverheadEvents:
+    def on_cpu(self, off_cpu_us: Sequence[float], step_us: Sequence[float], own_us: Sequence[float] | None = None) -> OverheadEvents:
         """These events with each step's Python gap less the time its thread spent off a CPU in it.
 
-        Time asleep, blocked or waiting for a CPU makes no op event. What every step spent off a CPU (the
-        least over the steps: a sleep, a read, a lock the step always waits for) is the thread's own
-        waiting, which runs in Python: it is in the gaps. What a step spent beyond that (an interrupt, the
-        host taking the CPU, a wait to join the intra-op threads) can fall anywhere in the step: its gaps
-        hold their share of it by time. Taking it all from the gaps wiped out the gap of a step of large ops
-        (a few ms of 500, with 7 ms of gap) whenever one profiled step caught a burst of it.
+        Time asleep, blocked or waiting for a CPU makes no op event. What every step spent off a CPU of its
+        own accord (the least of ``own_us`` over the steps, by default of ``off_cpu_us``: a sleep, a read, a
+        lock the step always waits for) runs in Python: it is in the gaps. What a step spent beyond that (an
+        interrupt, the host taking the CPU, a wait to join intra-op threads that waited for a CPU) can fall
+        anywhere in the step: its gaps hold their share of it by time. Taking it all from the gaps wiped out
+        the gap of a step of large ops (4 ms of gap in 450, at two threads) whenever its profiled steps
+        waited a few ms at a join, as each step did while the profiler's threads took a CPU.
         """
         if len(off_cpu_us) != self.steps or len(step_us) != self.steps or not any(off_cpu_us):
             return self
-        steady = min(off_cpu_us)
+        steady = min(off_cpu_us if own_us is None else own_us)
 
         def in_gaps(gap: float, off: float, step: float) -> float:
-            return min(gap, steady + (off - steady) * min(1.0, gap / step if step > 0 else 1.0))
+            return min(gap, steady + max(0.0, off - steady) * min(1.0, gap / step if step > 0 else 1.0))
 
         gaps = tuple(gap - in_gaps(gap, off, step) for gap, off, step in zip(self.python_gap_us_per_step, off_cpu_us, step_us))
         least = None if self.least_python_gap_us is None else max(0.0, self.least_python_gap_us - steady)

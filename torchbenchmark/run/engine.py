@@ -240,8 +240,9 @@ def analyse(spec: CaseSpec, measured: Measured, out_dir: Path, meta: ModelMeta) 
     steps = measured.characterisation.steps
     events = overhead_events_of_trace(light_run.trace_path, shapes_path=detailed.trace_path if detailed else None)
     if not on_gpu:  # on a GPU, the host's waits in syncs are the GPU's compute: they stay where they are
-        step_us = [ms * 1e3 for ms in light_run.steps.times_ms]
-        events = events.on_cpu(timesplit.off_cpu_us(light_run.samples, light_run.steps.times_ms), step_us)
+        samples, times_ms = light_run.samples, light_run.steps.times_ms
+        off, own = timesplit.off_cpu_us(samples, times_ms), timesplit.own_off_cpu_us(samples, times_ms)
+        events = events.on_cpu(off, [ms * 1e3 for ms in times_ms], own)
     events = events.only(timesplit.kept(light_run.samples))  # the steps no other work on the machine stretched
     threads = 1 if on_gpu else torch.get_num_threads()
     cold = measured.characterisation.cold_factor
