@@ -746,11 +746,16 @@ def test_failures_that_are_not_in_a_row_do_not_stop_the_repeats(sweeps: Sweeps) 
 
 @contextlib.contextmanager
 def started(*args: str, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[str]]:
-    """``diagnostics.py args`` in a process group of its own, as a terminal's foreground job is."""
-    process = subprocess.Popen(
-        [sys.executable, str(ROOT / "diagnostics.py"), *args],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
+    """``diagnostics.py args`` in a process group of its own, as a terminal's foreground job is: with SIGINT
+    at its default even where these tests were started in the background, which leaves it ignored."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # a handler is reset to the default by exec
+    try:
+        process = subprocess.Popen(
+            [sys.executable, str(ROOT / "diagnostics.py"), *args],
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        )  # fmt: skip
+    finally:
+        signal.signal(signal.SIGINT, previous)
     try:
         yield process
     finally:
