@@ -1,0 +1,110 @@
+"""Warm replay: a model's own Python gap with no kernel long enough to make it cold, against its twin's.
+
+    python benchmarks/warm_replay.py [--threads 1] [--cases "dlrm eval,..."] [--dry-run]
+
+The overhead estimate needs the Python between a step's ops as it runs warm: right after a long op the
+same glue runs several times slower ("Cold glue"), and the cold factor reads only part of that. The
+nil-width twins of ``verdict_accuracy.py`` give the warm gap, but only for the models they were written
+for. This measures a way to get it for any model: the model's own step under a ``TorchDispatchMode``
+that computes each (aten op, argument shapes and strides) once, then returns the recorded output, or the
+argument the op wrote in place, without computing. Its Python, module calls, bindings and dispatch run
+as in the real step; no kernel does.
+
+For each eval case of ``verdict_accuracy.CASES``: the least Python gap of five light-profiled steps
+(``overhead_events_of_trace``, as the tool reads a case) of the real step, of the same step replayed,
+and of the twin, all in this process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from tabulate import tabulate
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten, tree_map
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for benchmarks._report
+
+from benchmarks._report import record
+from benchmarks.verdict_accuracy import CASES, Case
+from torchbenchmark.analyze.overhead import overhead_events_of_trace
+from torchbenchmark.measure.harness import StepTimer, timed_call
+from torchbenchmark.measure.profiling import run_profile
+from torchbenchmark.measure.steady import steady_process
+from torchbenchmark.registry import model_class
+
+STEPS = 5
+
+
+class Replay(TorchDispatchMode):
+    """Computes each (op, argument layout) once; after that returns what it returned, without computing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.recorded: dict[tuple[Any, ...], tuple[Any, int | None]] = {}
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
+        kwargs = kwargs or {}
+        flat = tree_flatten((args, kwargs))[0]
+        key = (func, *((a.shape, a.dtype, a.stride()) if isinstance(a, torch.Tensor) else repr(a) for a in flat))
+        if key not in self.recorded:
+            out = func(*args, **kwargs)
+            written = next((i for i, a in enumerate(flat) if a is out), None)  # an in-place op returns its argument
+            self.recorded[key] = (out, written)
+            return out
+        out, written = self.recorded[key]
+        if written is not None:
+            return flat[written]
+        return tree_map(lambda t: t.detach() if isinstance(t, torch.Tensor) else t, out)
+
+
+def least_gap_us(model: Any, mode: str, trace: Path, replay: Replay | None = None) -> float:
+    timed_call(model, mode, 3, StepTimer())  # warm: and under a replay, every op recorded
+    if replay is None:
+        run = run_profile(model, mode, torch.device("cpu"), "light", STEPS, trace)
+    else:
+        with replay:
+            timed_call(model, mode, 3, StepTimer())
+            run = run_profile(model, mode, torch.device("cpu"), "light", STEPS, trace)
+    return overhead_events_of_trace(run.trace_path).least_python_gap_us or 0.0
+
+
+def measure(case: Case, out_dir: Path) -> list[str]:
+    cls = model_class(case.model)
+    real = cls(device="cpu", batch_size=case.batch_size) if case.batch_size else cls(device="cpu")
+    twin = (case.twin_class or cls)(device="cpu", batch_size=1, **case.twin)
+    name = case.label.replace(" ", "_").replace("=", "")
+    real_us = least_gap_us(real, case.mode, out_dir / f"{name}-real.pt.trace.json.gz")
+    replay_us = least_gap_us(real, case.mode, out_dir / f"{name}-replay.pt.trace.json.gz", Replay())
+    twin_us = least_gap_us(twin, case.mode, out_dir / f"{name}-twin.pt.trace.json.gz")
+    ratio = (lambda us: f"{us / twin_us:.2f}") if twin_us else (lambda us: "")
+    return [case.label, f"{real_us:.0f}", f"{replay_us:.0f}", f"{twin_us:.0f}", ratio(replay_us), ratio(real_us)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    evals = [label for label, case in CASES.items() if case.mode == "eval"]
+    parser.add_argument("--cases", default=",".join(evals), help="eval labels of verdict_accuracy.CASES, comma-separated")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--dry-run", action="store_true", help="print the table, do not record it in RESULTS.md")
+    args = parser.parse_args()
+    steady_process()
+    torch.set_num_threads(args.threads)
+    out_dir = Path(tempfile.mkdtemp(prefix="warm_replay_"))
+    rows = [measure(CASES[label], out_dir) for label in args.cases.split(",")]
+    headers = ["case", "real gap µs", "replayed gap µs", "twin gap µs", "replayed / twin", "real / twin"]
+    table = tabulate(rows, headers=headers, disable_numparse=True)
+    summary = f"least Python gap of {STEPS} light-profiled steps each; torch threads {args.threads}"
+    if args.dry_run:
+        print(table, summary, sep="\n\n")
+    else:
+        record("Verdict accuracy", table, summary, part="Warm replay")
+
+
+if __name__ == "__main__":
+    main()
