@@ -58,9 +58,10 @@ BEGIN = "<!-- measured: {script} writes from here to the end mark on each run --
 END = "<!-- end of measured -->"
 
 
-def record(section: str, table: str, notes: str = "", part: str | None = None) -> None:
+def record(section: str, table: str, notes: str = "", part: str | None = None, dry_run: bool = False) -> None:
     """Print ``table`` and put it, with the machine, date, versions and exact command, in RESULTS.md under
-    ``## section`` (and ``### part`` within it), in place of what the last run measured there.
+    ``## section`` (and ``### part`` within it), in place of what the last run measured there; with
+    ``dry_run``, only print it.
 
     The text a person wrote around it stays: only the block between the measured marks is replaced, or,
     in a section without marks yet, the first dated block (``- script:`` or ``- date:`` down to the end
@@ -68,6 +69,8 @@ def record(section: str, table: str, notes: str = "", part: str | None = None) -
     print(table)
     if notes:
         print(notes)
+    if dry_run:
+        return
     script = Path(sys.argv[0]).name
     block = f"{BEGIN.format(script=script)}\n- script: `benchmarks/{script}`\n{header()}\n- command: `{command()}`\n\n```\n{table}\n```\n"
     if notes:

@@ -108,10 +108,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     table = tabulate(measure(args.repeats), headers=["op before", "op µs", *(f"{name} µs" for name in glues())], disable_numparse=True)
     summary = f"medians of {args.repeats}; torch threads {args.threads}"
-    if args.dry_run:
-        print(table, summary, sep="\n\n")
-    else:
-        record("Verdict accuracy", table, summary, part="Cold glue")
+    record("Verdict accuracy", table, summary, part="Cold glue", dry_run=args.dry_run)
 
 
 if __name__ == "__main__":

@@ -318,13 +318,10 @@ def main() -> None:
         f"(within {FACTOR}x, or an interval that holds the twin's share with no verdict it contradicts); "
         f"{args.rounds} interleaved rounds, medians; torch threads {args.threads}; {profiles}."
     )
-    if args.dry_run:
-        print(table, notes, sep="\n")
-        return
     part = "Decode steps" if args.decode else None if args.threads == 1 else f"At {args.threads} threads"
     if args.no_detailed:
         part = f"{part or 'At 1 thread'}, light profile only"
-    record("Verdict accuracy", table, notes, part=part)
+    record("Verdict accuracy", table, notes, part=part, dry_run=args.dry_run)
 
 
 if __name__ == "__main__":

@@ -100,10 +100,7 @@ def main() -> None:
     headers = ["case", "real gap µs", "replayed gap µs", "twin gap µs", "replayed / twin", "real / twin"]
     table = tabulate(rows, headers=headers, disable_numparse=True)
     summary = f"least Python gap of {STEPS} light-profiled steps each; torch threads {args.threads}"
-    if args.dry_run:
-        print(table, summary, sep="\n\n")
-    else:
-        record("Verdict accuracy", table, summary, part="Warm replay")
+    record("Verdict accuracy", table, summary, part="Warm replay", dry_run=args.dry_run)
 
 
 if __name__ == "__main__":
