@@ -169,7 +169,7 @@ def measure(case: Case, rounds: int, out_dir: Path, detailed: bool = True) -> di
         "trace": str(out_dir / tool.traces.light),
         "detailed trace": str(out_dir / tool.traces.detailed) if tool.traces.detailed else None,
         "twin trace": str(twin_trace), "twin ms": statistics.median(figures["twin"]),
-        "cold": d.cold_factor, "batch at 50%": crossovers[0], "batch at 20%": crossovers[1],
+        "cold": d.cold_factor, "warm gap": d.warm_gap_us, "batch at 50%": crossovers[0], "batch at 20%": crossovers[1],
     }  # fmt: skip
 
 
@@ -240,7 +240,14 @@ def reprice(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for row in rows:
         events = overhead_events_of_trace(row["trace"], row.get("detailed trace"))
         # The cold factor as the run measured it.
-        priced = pricing.estimate(events, calibration, row["tool ms"], row["real iqr ms"], row.get("cold") or 1.0, torch.get_num_threads())
+        priced = pricing.estimate(
+            events,
+            calibration,
+            row["tool ms"],
+            row["real iqr ms"],
+            pricing.Warmth(row.get("cold") or 1.0, row.get("warm gap")),
+            torch.get_num_threads(),
+        )
         same_step = priced.overhead_us / (row["real ms"] * 1e3)
         repriced.append(dict(
             row, tool=priced.fraction, interval=priced.interval, borderline=borderline(priced.interval),
@@ -263,7 +270,14 @@ def explain(rows: list[dict[str, Any]]) -> str:
         mode = row["case"].split()[1]  # results written before the twin's trace was recorded: it sits beside the real one
         twin_path = row.get("twin trace") or str(Path(row["trace"]).with_name(f"{mode}-twin-bs1.pt.trace.json.gz"))
         twin = overhead_events_of_trace(twin_path)
-        priced = pricing.estimate(real, calibration, row["tool ms"], row["real iqr ms"], row.get("cold") or 1.0, torch.get_num_threads())
+        priced = pricing.estimate(
+            real,
+            calibration,
+            row["tool ms"],
+            row["real iqr ms"],
+            pricing.Warmth(row.get("cold") or 1.0, row.get("warm gap")),
+            torch.get_num_threads(),
+        )
         events = {kind: priced.events_per_step[kind] * prices.of(kind) for kind in EVENT_KINDS}
         events["set-up"] = sum(priced.events_per_step[kind] * prices.of(kind) for kind in PRICED_KINDS if kind not in EVENT_KINDS)
         # The same events with the Python gap the twin shows: what the pricing gives with coldness read right.

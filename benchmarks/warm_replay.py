@@ -5,10 +5,9 @@
 The overhead estimate needs the Python between a step's ops as it runs warm: right after a long op the
 same glue runs several times slower ("Cold glue"), and the cold factor reads only part of that. The
 nil-width twins of ``verdict_accuracy.py`` give the warm gap, but only for the models they were written
-for. This measures a way to get it for any model: the model's own step under a ``TorchDispatchMode``
-that computes each (aten op, argument shapes and strides) once, then returns the recorded output, or the
-argument the op wrote in place, without computing. Its Python, module calls, bindings and dispatch run
-as in the real step; no kernel does.
+for. The estimate takes it for any model from the model's own step replayed (``measure.replay.Replay``:
+each op computed once, then handed back without running a kernel). This checks that reading against
+the twins'.
 
 For each eval case of ``verdict_accuracy.CASES``: the least Python gap of five light-profiled steps
 (``overhead_events_of_trace``, as the tool reads a case) of the real step, of the same step replayed,
@@ -25,8 +24,6 @@ from typing import Any
 
 import torch
 from tabulate import tabulate
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten, tree_map
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for benchmarks._report
 
@@ -35,32 +32,11 @@ from benchmarks.verdict_accuracy import CASES, Case
 from torchbenchmark.analyze.overhead import overhead_events_of_trace
 from torchbenchmark.measure.harness import StepTimer, timed_call
 from torchbenchmark.measure.profiling import run_profile
+from torchbenchmark.measure.replay import Replay
 from torchbenchmark.measure.steady import steady_process
 from torchbenchmark.registry import model_class
 
 STEPS = 5
-
-
-class Replay(TorchDispatchMode):
-    """Computes each (op, argument layout) once; after that returns what it returned, without computing."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.recorded: dict[tuple[Any, ...], tuple[Any, int | None]] = {}
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
-        kwargs = kwargs or {}
-        flat = tree_flatten((args, kwargs))[0]
-        key = (func, *((a.shape, a.dtype, a.stride()) if isinstance(a, torch.Tensor) else repr(a) for a in flat))
-        if key not in self.recorded:
-            out = func(*args, **kwargs)
-            written = next((i for i, a in enumerate(flat) if a is out), None)  # an in-place op returns its argument
-            self.recorded[key] = (out, written)
-            return out
-        out, written = self.recorded[key]
-        if written is not None:
-            return flat[written]
-        return tree_map(lambda t: t.detach() if isinstance(t, torch.Tensor) else t, out)
 
 
 def least_gap_us(model: Any, mode: str, trace: Path, replay: Replay | None = None) -> float:

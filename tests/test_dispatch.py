@@ -293,12 +293,12 @@ def test_few_large_matmuls_is_compute_bound(tmp_path, mode: str) -> None:
 def test_a_cold_step_counts_its_python_gap_at_calibration_speed() -> None:
     calibration = pricing.Calibration(repeats=(PRICES,))
     events = _events(10, 0, 0, (400.0,))
-    priced = pricing.estimate(events, calibration, step_ms=10.0, cold=2.0)
+    priced = pricing.estimate(events, calibration, step_ms=10.0, warmth=pricing.Warmth(cold=2.0))
     assert priced.cold == pytest.approx(2.0)
     assert priced.python_us == pytest.approx(400 / 2 - 10 * 0.5)
     assert priced.interval[1] == pytest.approx((10 * 1.0 + 400 - 5) / 10_000)  # the top takes the gap as measured
     assert pricing.estimate(events, calibration, step_ms=10.0).cold == 1.0  # no probe: the gap as measured
-    assert pricing.estimate(events, calibration, step_ms=10.0, cold=0.5).cold == 1.0  # never below 1
+    assert pricing.estimate(events, calibration, step_ms=10.0, warmth=pricing.Warmth(cold=0.5)).cold == 1.0  # never below 1
 
 
 BIG = 64 * 2**20  # 256 MB of floats: more than any cache

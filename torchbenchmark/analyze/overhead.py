@@ -50,6 +50,12 @@ class OverheadEvents:
         return statistics.fmean(step.get(kind, 0) for step in self.events_per_step) if self.events_per_step else 0.0
 
     @property
+    def least_gap_us(self) -> float:
+        """The Python gap at its least: preemption only adds to a gap, so the least is the nearest the truth."""
+        least = min(self.python_gap_us_per_step, default=0.0)
+        return least if self.least_python_gap_us is None else min(least, self.least_python_gap_us)
+
+    @property
     def median_python_gap_us(self) -> float:
         return statistics.median(self.python_gap_us_per_step) if self.python_gap_us_per_step else 0.0
 
@@ -98,17 +104,22 @@ class OverheadEvents:
 
 
 def time_steps_per_call(events: Iterable[Event]) -> dict[str, float]:
-    """The mean time steps of a call of each kind that steps through time, from a trace that recorded shapes.
+    """The mean time steps of a call of each kind that steps through time, from a trace that recorded shapes."""
+    calls = ((str(event.get("name", "")), (event.get("args") or {}).get("Input Dims")) for event in events if event.get("ph") == "X")
+    return time_steps_of_calls((name, dims) for name, dims in calls if dims)
+
+
+def time_steps_of_calls(calls: Iterable[tuple[str, Sequence[Sequence[int]]]]) -> dict[str, float]:
+    """The mean time steps of a call of each kind that steps through time, from each call's (op name, input
+    shapes).
 
     An RNN layer's input is time-major, (time, batch, features). A kind left out had no call with that
     shape (a packed sequence's input is 2-d): its time steps are not known.
     """
     steps: dict[str, list[int]] = defaultdict(list)
-    for event in events:
-        kind = SETUP_OPS.get(str(event.get("name", "")))
-        kind = kind if kind in TIME_STEP_KINDS else None
-        dims = (event.get("args") or {}).get("Input Dims") if kind and event.get("ph") == "X" else None
-        if kind and dims and len(dims[0]) == 3:
+    for name, dims in calls:
+        kind = SETUP_OPS.get(name)
+        if kind in TIME_STEP_KINDS and dims and len(dims[0]) == 3:
             steps[kind].append(int(dims[0][0]))
     return {kind: statistics.fmean(counts) for kind, counts in steps.items()}
 

@@ -5,13 +5,15 @@ autograd bookkeeping, an allocation, a kernel launch on a GPU. Each kind of even
 has its own price; an op that builds its kernel on every call (``SETUP_OPS``) is priced once more for
 that set-up, and an RNN layer for each time step it runs. Python that makes no event (module ``__call__``, hooks, the
 optimizer's loops, glue) is measured, not priced: the step's *Python gap* (its least over the profiled
-steps, since preemption only adds), divided by the *cold factor* (how much slower a fixed piece of
-module glue ran at the step's module calls than warm, ``measure.harness.ColdProbe``: that slowness
-belongs to the arithmetic that evicted the caches), less what an empty profiled step holds and what each
-call's own gap holds::
+steps, since preemption only adds), taken warm (the slowness of glue right after a long op belongs to
+the arithmetic that evicted the caches), less what an empty profiled step holds and what each call's
+own gap holds. Warm is the lesser of the gap over the *cold factor* (how much slower a fixed piece of
+module glue ran at the step's module calls than warm, ``measure.harness.ColdProbe``) and the gap of the
+step replayed with no kernel run (``measure.replay``)::
 
+    warm_gap_us = min(python_gap_us / cold, replayed_gap_us)
     overhead_us = sum(events[kind] * price[kind] for every priced kind)
-                  + max(0, python_gap_us / cold - step_gap_us - calls * call_gap_us)
+                  + max(0, warm_gap_us - step_gap_us - calls * call_gap_us)
     fraction = overhead_us / step_time                       (uncapped; the pinned field caps it at 1)
 
 Prices come in order, each from loops whose other kinds are already priced (``prices_from_timings``):
@@ -172,10 +174,28 @@ class Estimate:
     interval: tuple[float, float]  # lowest and highest fraction the spreads allow
 
 
-def _overhead_us(events: Mapping[str, float], gap_us: float, prices: Prices, step_gap_us: float, cold: float = 1.0) -> tuple[float, float]:
-    """(overhead, Python time) per step in µs."""
-    python_us = max(0.0, gap_us / cold - step_gap_us - events["call"] * prices.call_gap_us)
+def _overhead_us(events: Mapping[str, float], python_gap_us: float, prices: Prices, step_gap_us: float) -> tuple[float, float]:
+    """(overhead, Python time) per step in µs, the gap ``python_gap_us`` as the estimate takes it."""
+    python_us = max(0.0, python_gap_us - step_gap_us - events["call"] * prices.call_gap_us)
     return sum(events[kind] * prices.of(kind) for kind in PRICED_KINDS) + python_us, python_us
+
+
+@dataclasses.dataclass(frozen=True)
+class Warmth:
+    """Two readings of how the step's Python gap runs warm; each errs only upwards, so the lesser counts.
+
+    ``cold``: how much slower module glue ran where the step's runs than warm (``measure.harness.ColdProbe``),
+    which reads only part of what a long op costs the glue after it; ``replayed_gap_us``: the least gap
+    of the step replayed with no kernel run (``measure.replay``), where taken, which the replay's own
+    Python leaves a little cold.
+    """
+
+    cold: float = 1.0
+    replayed_gap_us: float | None = None
+
+    def warm_gap_us(self, gap_us: float) -> float:
+        warm = gap_us / max(1.0, self.cold)
+        return warm if self.replayed_gap_us is None else min(warm, self.replayed_gap_us)
 
 
 def estimate(
@@ -183,29 +203,27 @@ def estimate(
     calibration: Calibration,
     step_ms: float,
     step_iqr_ms: float = 0.0,
-    cold: float = 1.0,
+    warmth: Warmth = Warmth(),
     threads: int = 1,
     step_min_ms: float | None = None,
 ) -> Estimate:
-    """The overhead share of a step of median ``step_ms`` whose light trace gave ``events``; ``cold``: the
-    case's cold factor (``measure.harness.ColdProbe``); ``threads``: the CPU's intra-op threads;
-    ``step_min_ms``: the quickest measured step, the interval top's like for prices taken at the quickest.
+    """The overhead share of a step of median ``step_ms`` whose light trace gave ``events``; ``warmth``: how
+    its Python gap runs warm; ``threads``: the CPU's intra-op threads; ``step_min_ms``: the quickest
+    measured step, the interval top's like for prices taken at the quickest.
 
     The Python gap is the least of the profiled steps' (the median for the interval's top): a process the
-    machine's other work preempts shows the lost time as gap, so gaps err only upwards.
+    machine's other work preempts shows the lost time as gap, so gaps err only upwards. The estimate's
+    ``cold`` is the factor its warm gap comes to: the least gap over the warm gap.
     """
     if step_ms <= 0:
         raise ValueError("step time must be positive")
     per_step = {kind: events.mean_events(kind) for kind in PRICED_KINDS}
-    gaps = events.python_gap_us_per_step or (0.0,)
-    least_gap, median_gap = min(gaps), statistics.median(gaps)
-    if events.least_python_gap_us is not None:
-        least_gap = min(least_gap, events.least_python_gap_us)
+    least_gap, median_gap = events.least_gap_us, events.median_python_gap_us
     step_gap = calibration.step_gap_us
-    cold = max(1.0, cold)
-    overhead_us, python_us = _overhead_us(per_step, least_gap, calibration.prices, step_gap, cold)
-    low_gap = 0.0 if threads > 1 else least_gap
-    low_us = min(_overhead_us(per_step, low_gap, p, step_gap, cold)[0] for p in calibration.repeats)
+    warm_gap = warmth.warm_gap_us(least_gap)
+    overhead_us, python_us = _overhead_us(per_step, warm_gap, calibration.prices, step_gap)
+    low_gap = 0.0 if threads > 1 else warm_gap
+    low_us = min(_overhead_us(per_step, low_gap, p, step_gap)[0] for p in calibration.repeats)
     # The top of the interval takes the gap as measured: the cold factor is itself an estimate.
     high_us = max(_overhead_us(per_step, median_gap, p, step_gap)[0] for p in calibration.repeats)
     quickest_ms = step_ms - step_iqr_ms / 2 if step_min_ms is None else min(step_ms - step_iqr_ms / 2, step_min_ms)
@@ -213,7 +231,7 @@ def estimate(
     return Estimate(
         per_step,
         python_us,
-        cold,
+        least_gap / warm_gap if warm_gap > 0 else max(1.0, warmth.cold),
         overhead_us,
         overhead_us / (step_ms * 1e3),
         (low_us / (step_high_ms * 1e3), high_us / (step_low_ms * 1e3)),

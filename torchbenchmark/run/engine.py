@@ -19,12 +19,13 @@ import torch
 from torchbenchmark.analyze import pricing, timesplit, verdict
 from torchbenchmark.analyze.attribution import attribute_trace
 from torchbenchmark.analyze.bound import bound_of
-from torchbenchmark.analyze.overhead import PRICED_KINDS, overhead_events_of_trace
+from torchbenchmark.analyze.overhead import PRICED_KINDS, SETUP_OPS, OverheadEvents, overhead_events_of_trace, time_steps_of_calls
 from torchbenchmark.analyze.stats import relative_change_pct
 from torchbenchmark.analyze.steps import TraceSummary, check_complete, summarize_trace
 from torchbenchmark.contract import ModelMeta
 from torchbenchmark.measure import compile as compiled_variant
 from torchbenchmark.measure import precision as recast_variant
+from torchbenchmark.measure import replay
 from torchbenchmark.measure.calibration import calibrate
 from torchbenchmark.measure.costs import measure_costs
 from torchbenchmark.measure.harness import Characterisation, ColdProbe, Pace, characterise, device_sync, use_device
@@ -89,6 +90,15 @@ class Measured:
     costs: Costs | None = None  # taken with the profiles, once per case
     scaling_step_ms: dict[int, float] | None = None  # --scaling: median step at each smaller batch
     remedy: RemedyReport | None = None  # a precision or layout variant: how it ran and compared with eager
+    warm: Warm | None = None  # the step replayed warm (measure.replay)
+
+
+@dataclasses.dataclass(frozen=True)
+class Warm:
+    """What the step replayed with no kernel run showed (``measure.replay``)."""
+
+    gap_us: float  # its least Python gap
+    time_steps: dict[str, float]  # the mean time steps of an RNN call of each kind, as the replay saw their inputs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -215,6 +225,7 @@ def _profile(
     laps.announce("costs")
     costs = measure_costs(model, spec.mode, device, measured.batch_size, median_ms)
     laps("costs")
+    warm = _replayed(spec, model, folder, median_ms, laps)
     scaling_step_ms = None
     batches = pricing.scaling_batch_sizes(measured.batch_size or 1, up=meta_of(cls).scale_batch_up) if spec.scaling else []
     if len(batches) >= 2:
@@ -225,7 +236,36 @@ def _profile(
             b: characterise(_build(cls, spec, b, config), spec.mode, budget, Pace.on(device)).steps.median_ms for b in batches
         }
         laps("scaling")
-    return dataclasses.replace(measured, calibration=calibration, profiles=profiles, costs=costs, scaling_step_ms=scaling_step_ms)
+    return dataclasses.replace(
+        measured, calibration=calibration, profiles=profiles, costs=costs, scaling_step_ms=scaling_step_ms, warm=warm
+    )
+
+
+def _replayed(spec: CaseSpec, model: Any, folder: Path, median_ms: float, laps: Laps) -> Warm | None:
+    """The step replayed with no kernel run (``measure.replay``); None on a GPU, for a compiled step, and where
+    the step cannot be replayed (the reason goes to the log)."""
+    if torch.device(spec.device).type != "cpu" or spec.compile is not None:
+        return None
+    laps.announce("replaying the step warm")
+    path = folder / f".{outdir.spec_stem(spec)}-replay{outdir.TRACE_SUFFIX}"
+    watching = replay.Replay(deadline_s=replay.deadline_s(median_ms), watch=SETUP_OPS)
+    try:
+        run = replay.replayed_profile(model, spec.mode, path, watching)
+        return Warm(_on_cpu(overhead_events_of_trace(run.trace_path), run).least_gap_us, time_steps_of_calls(watching.inputs))
+    except Exception as error:  # a step that refuses the mode, or checks values a replay does not keep
+        log.warning("%s %s: no warm replay, the cold factor alone stands: %s: %s", spec.model, spec.mode, type(error).__name__, error)
+        return None
+    finally:
+        path.unlink(missing_ok=True)
+        laps("replay")
+
+
+def _on_cpu(events: OverheadEvents, run: ProfileRun) -> OverheadEvents:
+    """``events`` of ``run``'s steps, each gap less the time its thread spent off a CPU, of the steps no other
+    work on the machine stretched."""
+    times_ms = run.steps.times_ms
+    off, own = timesplit.off_cpu_us(run.samples, times_ms), timesplit.own_off_cpu_us(run.samples, times_ms)
+    return events.on_cpu(off, [ms * 1e3 for ms in times_ms], own).only(timesplit.kept(run.samples))
 
 
 def analyse(spec: CaseSpec, measured: Measured, out_dir: Path, meta: ModelMeta) -> Analysed:
@@ -239,14 +279,14 @@ def analyse(spec: CaseSpec, measured: Measured, out_dir: Path, meta: ModelMeta) 
     write_atomic(light_run.trace_path.parent / outdir.top_ops_name(outdir.spec_stem(spec)), render_top_ops(title, light))
     steps = measured.characterisation.steps
     events = overhead_events_of_trace(light_run.trace_path, shapes_path=detailed.trace_path if detailed else None)
-    if not on_gpu:  # on a GPU, the host's waits in syncs are the GPU's compute: they stay where they are
-        samples, times_ms = light_run.samples, light_run.steps.times_ms
-        off, own = timesplit.off_cpu_us(samples, times_ms), timesplit.own_off_cpu_us(samples, times_ms)
-        events = events.on_cpu(off, [ms * 1e3 for ms in times_ms], own)
-    events = events.only(timesplit.kept(light_run.samples))  # the steps no other work on the machine stretched
+    warm = measured.warm
+    if detailed is None and warm is not None:  # the light trace has no shapes: the replay saw the RNN calls' inputs
+        events = events.with_time_steps(warm.time_steps)
+    # On a GPU, the host's waits in syncs are the GPU's compute: they stay where they are.
+    events = events.only(timesplit.kept(light_run.samples)) if on_gpu else _on_cpu(events, light_run)
     threads = 1 if on_gpu else torch.get_num_threads()
-    cold = measured.characterisation.cold_factor
-    priced = pricing.estimate(events, measured.calibration, steps.median_ms, steps.iqr_ms, cold, threads, steps.min_ms)
+    warmth = pricing.Warmth(measured.characterisation.cold_factor, None if warm is None else warm.gap_us)
+    priced = pricing.estimate(events, measured.calibration, steps.median_ms, steps.iqr_ms, warmth, threads, steps.min_ms)
     fraction, interval, judged = priced.fraction, priced.interval, verdict.verdict(priced.fraction)
     split = time_split_of(measured)
     if not on_gpu and split is not None and split.blocked_pct >= timesplit.BLOCKED_AT_PCT:
@@ -273,6 +313,7 @@ def analyse(spec: CaseSpec, measured: Measured, out_dir: Path, meta: ModelMeta) 
         prices_us=dataclasses.asdict(measured.calibration.prices),
         python_us_per_step=priced.python_us,
         cold_factor=priced.cold,
+        warm_gap_us=None if warm is None else warm.gap_us,
         scaling=scaling,
     )
     phases = light.phases_pct if meta.annotated else None

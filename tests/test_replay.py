@@ -1,0 +1,82 @@
+"""The warm replay (``measure.replay``): a step's own Python, run with no kernel, and how the estimate takes it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.test_dispatch import PRICES, _events
+from torchbenchmark.analyze import pricing
+from torchbenchmark.measure import replay
+
+ROOT = Path(__file__).resolve().parent.parent
+PLUGINS = Path(__file__).resolve().parent / "replay_models.py"
+
+
+def test_a_replayed_op_returns_what_it_returned_without_computing() -> None:
+    a, b = torch.ones(64, 64), torch.ones(64, 64)
+    with replay.Replay() as mode:
+        first = a @ b
+        a.add_(1.0)  # recorded: it wrote a
+        a.add_(1.0)  # replayed: it hands back a and writes nothing
+        again = a @ b  # replayed: the product of the ones
+        other = a[:8] @ b  # another layout: computed
+    assert torch.equal(a, torch.full((64, 64), 2.0))
+    assert torch.equal(again, first) and again is not first and again[0, 0] == 64
+    assert other[0, 0] == 2 * 64
+    assert mode.held_bytes >= 2 * 64 * 64 * 4
+
+
+def test_a_replayed_train_step_runs_backward_and_the_optimizer_in_place() -> None:
+    net = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    x = torch.randn(4, 8)
+    with replay.Replay():
+        for _ in range(3):
+            optimizer.zero_grad()
+            net(x).sum().backward()
+            optimizer.step()
+    assert all(p.grad is not None for p in net.parameters())
+
+
+def test_a_replay_that_would_hold_too_much_or_run_too_long_is_abandoned() -> None:
+    with pytest.raises(replay.Abandoned, match="hold more than"), replay.Replay(max_bytes=1 << 20):
+        torch.ones(1 << 19) + 1  # 2 MB
+    with pytest.raises(replay.Abandoned, match="deadline"), replay.Replay(deadline_s=0.0):
+        torch.ones(4) + 1
+
+
+def test_the_warm_gap_counts_where_it_is_below_the_gap_over_the_cold_factor() -> None:
+    calibration = pricing.Calibration(repeats=(PRICES,))
+    events = _events(10, 0, 0, (400.0,))
+    warm = pricing.estimate(events, calibration, step_ms=10.0, warmth=pricing.Warmth(2.0, 100.0))
+    assert warm.python_us == pytest.approx(100 - 10 * 0.5)
+    assert warm.cold == pytest.approx(4.0)  # the factor the warm gap comes to: 400 over 100
+    assert warm.interval[1] == pytest.approx((10 * 1.0 + 400 - 5) / 10_000)  # the top takes the gap as measured
+    above = pricing.estimate(events, calibration, step_ms=10.0, warmth=pricing.Warmth(2.0, 300.0))
+    assert above.python_us == pytest.approx(400 / 2 - 10 * 0.5) and above.cold == pytest.approx(2.0)
+
+
+@pytest.mark.slow
+def test_a_sweep_replays_an_eager_cpu_step_and_keeps_a_row_for_one_that_refuses(tmp_path: Path) -> None:
+    """A plain-contract step replays; one that checks its values (which a replay does not keep) is still a row,
+    priced with the cold factor alone."""
+    specs = ",".join(f"{PLUGINS}:{name}" for name in ("GlueAfterLargeOps", "ChecksItsValues"))
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "diagnostics.py"), "--models", specs, "--modes", "eval", "--device", "cpu", "--threads", "1",
+         "--steps", "5", "--no-detailed", "--no-progress", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = {r["model"]: r for r in json.loads((tmp_path / "summary.json").read_text())["results"]}
+    glue, checks = rows["glue_after_large_ops"], rows["checks_its_values"]
+    assert glue["status"] == "ok" and checks["status"] == "ok", (glue["error"], checks["error"])
+    assert glue["dispatch"]["warm_gap_us"] > 0
+    assert checks["dispatch"]["warm_gap_us"] is None
+    assert "no warm replay, the cold factor alone stands: RuntimeError: counted" in (tmp_path / checks["log"]).read_text()
+    assert not list(tmp_path.rglob(".*replay*"))  # the replayed steps' trace is not left behind

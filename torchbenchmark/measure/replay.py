@@ -1,0 +1,108 @@
+"""A step's own Python, timed warm: the model's step with every op replayed instead of computed.
+
+Right after a long op the Python between a step's ops runs several times slower than warm: the op
+evicted the code and objects it runs on (``benchmarks/RESULTS.md``, "Cold glue"). That slowness is the
+arithmetic's doing, and the overhead estimate must not count it. ``Replay``, a ``TorchDispatchMode``,
+computes each (aten op, argument layout) once; after that it hands back what it returned, or the
+argument the op wrote in place, without running a kernel. Under it the step runs its own Python, module
+calls, bindings, autograd bookkeeping and dispatch, as it does for real, but no kernel runs long enough
+to evict anything: the Python gap of a replayed step is the step's glue run warm.
+
+The replayed step's gap errs only upwards (the mode's own Python runs inside each op's event, not in the
+gaps, but it shares the caches), so the estimate takes the lesser of it and the real gap over the cold
+factor (``analyze.pricing``). It is taken on a CPU, in eager mode, for a step whose outputs fit in
+``MAX_BYTES``: a compiled graph calls its kernels past the dispatcher, and on a GPU the host's gaps
+are not the caches' doing.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Collection
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten, tree_map
+
+from torchbenchmark.measure.harness import StepTimer, timed_call
+from torchbenchmark.measure.profiling import ProfileRun, run_profile
+
+MAX_BYTES = 2 << 30  # the most a replay holds of a step's outputs; past it the row keeps the cold factor alone
+STEPS = 5  # light-profiled replayed steps: the least gap of these is the warm gap
+DEADLINE_S = 10.0
+
+
+class Abandoned(Exception):
+    """No replay: the step's outputs would hold more than ``MAX_BYTES``, or it ran past its deadline (a loop
+    that runs until a value changes never ends when no value does)."""
+
+
+class Replay(TorchDispatchMode):
+    """Computes each (op, argument shapes, dtypes and strides, other arguments) once; after that returns
+    what it returned (detached, so autograd records a fresh output each time), or the argument an
+    in-place op wrote, without computing."""
+
+    def __init__(self, max_bytes: int = MAX_BYTES, deadline_s: float = math.inf, watch: Collection[str] = ()) -> None:
+        super().__init__()
+        self.deadline = time.perf_counter() + deadline_s
+        self.watch = frozenset(watch)  # ops whose every call's input shapes are kept (``inputs``)
+        self.inputs: list[tuple[str, list[list[int]]]] = []
+        self.recorded: dict[tuple[Any, ...], tuple[Any, int | None]] = {}
+        self.held_bytes = 0
+        self.max_bytes = max_bytes
+        self._storages: set[int] = set()
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
+        kwargs = kwargs or {}
+        flat = tree_flatten((args, kwargs))[0]
+        key = (func, *(_layout(a) if isinstance(a, torch.Tensor) else repr(a) for a in flat))
+        if time.perf_counter() > self.deadline:
+            raise Abandoned("the replayed steps ran past their deadline")
+        if self.watch and func._schema.name in self.watch:
+            self.inputs.append((func._schema.name, [list(a.shape) for a in flat if isinstance(a, torch.Tensor)]))
+        found = self.recorded.get(key)
+        if found is None:
+            out = func(*args, **kwargs)
+            written = next((i for i, a in enumerate(flat) if a is out), None)  # an in-place op returns its argument
+            if written is None:
+                self._hold(out)
+            self.recorded[key] = (out, written)
+            return out
+        out, written = found
+        if written is not None:
+            return flat[written]
+        return tree_map(lambda t: t.detach() if isinstance(t, torch.Tensor) else t, out)
+
+    def _hold(self, out: Any) -> None:
+        for tensor in tree_flatten(out)[0]:
+            if isinstance(tensor, torch.Tensor) and tensor.layout == torch.strided and tensor.device.type != "meta":
+                storage = tensor.untyped_storage()
+                if storage.data_ptr() not in self._storages:
+                    self._storages.add(storage.data_ptr())
+                    self.held_bytes += storage.nbytes()
+        if self.held_bytes > self.max_bytes:
+            raise Abandoned(f"the step's outputs hold more than {self.max_bytes >> 30} GiB")
+
+
+def _layout(tensor: torch.Tensor) -> tuple[Any, ...]:
+    strides = tensor.stride() if tensor.layout == torch.strided else None  # a sparse tensor has none
+    return tensor.shape, tensor.dtype, tensor.layout, strides
+
+
+def deadline_s(step_ms: float) -> float:
+    """How long a replay of a step of median ``step_ms`` may take: the real steps' time, and ``DEADLINE_S`` more."""
+    return DEADLINE_S + (STEPS + 4) * step_ms / 1e3
+
+
+def replayed_profile(model: Any, mode: str, trace_path: Path, replay: Replay) -> ProfileRun:
+    """``STEPS`` light-profiled steps of ``model`` under ``replay``, traced to ``trace_path``. Raises
+    ``Abandoned`` for a step whose outputs do not fit, or a replay past its deadline."""
+    try:
+        with replay:
+            timed_call(model, mode, 2, StepTimer())  # the first records every op, the second replays them all
+            return run_profile(model, mode, torch.device("cpu"), "light", STEPS, trace_path)
+    finally:
+        replay.recorded.clear()
