@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository r
 
 from benchmarks._report import interleaved, record
 from torchbenchmark.analyze import pricing
-from torchbenchmark.analyze.overhead import EVENT_KINDS, PRICED_KINDS, overhead_events_of_trace
+from torchbenchmark.analyze.overhead import EVENT_KINDS, PRICED_KINDS, OverheadEvents, overhead_events_of_trace
 from torchbenchmark.analyze.steps import summarize_trace
 from torchbenchmark.analyze.verdict import borderline, verdict
 from torchbenchmark.api import collect_diagnostics
@@ -233,21 +233,18 @@ def render(rows: list[dict[str, Any]], decode: bool = False) -> str:
     )  # fmt: skip
 
 
+def estimate_again(events: OverheadEvents, row: dict[str, Any], calibration: pricing.Calibration) -> pricing.Estimate:
+    """A row's estimate from ``events`` of its kept trace, with the warmth its run measured."""
+    warmth = pricing.Warmth(row.get("cold") or 1.0, row.get("warm gap"))
+    return pricing.estimate(events, calibration, row["tool ms"], row["real iqr ms"], warmth, torch.get_num_threads())
+
+
 def reprice(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each row's estimate again from its kept light trace, priced with a calibration taken now."""
     calibration = calibrate(torch.device("cpu"))
     repriced = []
     for row in rows:
-        events = overhead_events_of_trace(row["trace"], row.get("detailed trace"))
-        # The cold factor as the run measured it.
-        priced = pricing.estimate(
-            events,
-            calibration,
-            row["tool ms"],
-            row["real iqr ms"],
-            pricing.Warmth(row.get("cold") or 1.0, row.get("warm gap")),
-            torch.get_num_threads(),
-        )
+        priced = estimate_again(overhead_events_of_trace(row["trace"], row.get("detailed trace")), row, calibration)
         same_step = priced.overhead_us / (row["real ms"] * 1e3)
         repriced.append(dict(
             row, tool=priced.fraction, interval=priced.interval, borderline=borderline(priced.interval),
@@ -270,14 +267,7 @@ def explain(rows: list[dict[str, Any]]) -> str:
         mode = row["case"].split()[1]  # results written before the twin's trace was recorded: it sits beside the real one
         twin_path = row.get("twin trace") or str(Path(row["trace"]).with_name(f"{mode}-twin-bs1.pt.trace.json.gz"))
         twin = overhead_events_of_trace(twin_path)
-        priced = pricing.estimate(
-            real,
-            calibration,
-            row["tool ms"],
-            row["real iqr ms"],
-            pricing.Warmth(row.get("cold") or 1.0, row.get("warm gap")),
-            torch.get_num_threads(),
-        )
+        priced = estimate_again(real, row, calibration)
         events = {kind: priced.events_per_step[kind] * prices.of(kind) for kind in EVENT_KINDS}
         events["set-up"] = sum(priced.events_per_step[kind] * prices.of(kind) for kind in PRICED_KINDS if kind not in EVENT_KINDS)
         # The same events with the Python gap the twin shows: what the pricing gives with coldness read right.

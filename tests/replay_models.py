@@ -7,29 +7,19 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from tests.plain_plugins import PlainModel
 
-class GlueAfterLargeOps:
+
+class GlueAfterLargeOps(PlainModel):
     """Module calls between matrix products large enough to leave the caches cold."""
 
     name = "glue_after_large_ops"
 
     def __init__(self, device: str = "cpu", batch_size: int | None = None) -> None:
-        torch.manual_seed(0)
+        super().__init__(device, batch_size)
         self.net = nn.Sequential(*(nn.Sequential(nn.Linear(512, 512), nn.Identity(), nn.ReLU()) for _ in range(4))).to(device)
+        self.optimizer = torch.optim.SGD(self.net.parameters(), lr=0.1)
         self.x = torch.randn(batch_size or 256, 512, device=device)
-
-    def train(self, niter: int = 1, step_fn: Callable[[], None] | None = None) -> None:
-        for _ in range(niter):
-            self.net(self.x).sum().backward()
-            if step_fn is not None:
-                step_fn()
-
-    def eval(self, niter: int = 1, step_fn: Callable[[], None] | None = None) -> None:
-        with torch.no_grad():
-            for _ in range(niter):
-                self.net(self.x)
-                if step_fn is not None:
-                    step_fn()
 
 
 class ChecksItsValues:

@@ -62,6 +62,15 @@ def test_the_warm_gap_counts_where_it_is_below_the_gap_over_the_cold_factor() ->
     assert above.python_us == pytest.approx(400 / 2 - 10 * 0.5) and above.cold == pytest.approx(2.0)
 
 
+def test_the_replayed_gap_is_held_to_the_gap_as_measured_not_to_what_a_guess_left_of_it() -> None:
+    """A profiled step at two threads whose waits at joins were taken out of its gaps leaves 40 µs of a 400 µs
+    gap: the replayed steps, which join no threads, say 100; the gap as measured, 200 warm, allows it."""
+    warmth = pricing.Warmth(cold=2.0, replayed_gap_us=100.0, measured_gap_us=400.0)
+    assert warmth.warm_gap_us(40.0) == pytest.approx(100.0)
+    assert pricing.Warmth(cold=2.0, replayed_gap_us=300.0, measured_gap_us=400.0).warm_gap_us(40.0) == pytest.approx(200.0)
+    assert pricing.Warmth(cold=2.0).warm_gap_us(40.0) == pytest.approx(20.0)  # no replay: the gap less its time off the CPU
+
+
 @pytest.mark.slow
 def test_a_sweep_replays_an_eager_cpu_step_and_keeps_a_row_for_one_that_refuses(tmp_path: Path) -> None:
     """A plain-contract step replays; one that checks its values (which a replay does not keep) is still a row,

@@ -187,15 +187,23 @@ class Warmth:
     ``cold``: how much slower module glue ran where the step's runs than warm (``measure.harness.ColdProbe``),
     which reads only part of what a long op costs the glue after it; ``replayed_gap_us``: the least gap
     of the step replayed with no kernel run (``measure.replay``), where taken, which the replay's own
-    Python leaves a little cold.
+    Python leaves a little cold. The replayed steps run no kernel, so no intra-op thread joins in them:
+    their time off the CPU is their own. A real step's is partly guessed out of its gaps (a wait at a join
+    falls in an op or in a gap), and a bad guess can leave too little gap, so the replayed gap is held to
+    the real gap as measured, ``measured_gap_us``, its time off the CPU left in.
     """
 
     cold: float = 1.0
     replayed_gap_us: float | None = None
+    measured_gap_us: float | None = None
 
     def warm_gap_us(self, gap_us: float) -> float:
-        warm = gap_us / max(1.0, self.cold)
-        return warm if self.replayed_gap_us is None else min(warm, self.replayed_gap_us)
+        """The warm gap of a step whose least gap, less its time off the CPU, is ``gap_us``."""
+        cold = max(1.0, self.cold)
+        if self.replayed_gap_us is None:
+            return gap_us / cold
+        measured = gap_us if self.measured_gap_us is None else max(gap_us, self.measured_gap_us)
+        return min(measured / cold, self.replayed_gap_us)
 
 
 def estimate(

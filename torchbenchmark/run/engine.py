@@ -282,10 +282,12 @@ def analyse(spec: CaseSpec, measured: Measured, out_dir: Path, meta: ModelMeta) 
     warm = measured.warm
     if detailed is None and warm is not None:  # the light trace has no shapes: the replay saw the RNN calls' inputs
         events = events.with_time_steps(warm.time_steps)
+    measured_gap_us = events.least_gap_us
     # On a GPU, the host's waits in syncs are the GPU's compute: they stay where they are.
     events = events.only(timesplit.kept(light_run.samples)) if on_gpu else _on_cpu(events, light_run)
     threads = 1 if on_gpu else torch.get_num_threads()
-    warmth = pricing.Warmth(measured.characterisation.cold_factor, None if warm is None else warm.gap_us)
+    cold = measured.characterisation.cold_factor
+    warmth = pricing.Warmth(cold) if warm is None else pricing.Warmth(cold, warm.gap_us, measured_gap_us)
     priced = pricing.estimate(events, measured.calibration, steps.median_ms, steps.iqr_ms, warmth, threads, steps.min_ms)
     fraction, interval, judged = priced.fraction, priced.interval, verdict.verdict(priced.fraction)
     split = time_split_of(measured)
