@@ -143,6 +143,20 @@ def test_prices_from_timings_recover_known_per_event_prices() -> None:
     assert prices.call_gap_us == pytest.approx((0.8 + 1.0 + 1.2) / 3)  # each call's gap over the bare loop's
 
 
+def test_a_backward_whose_nodes_ran_on_another_thread_prices_them_at_nothing() -> None:
+    """On a GPU the engine's nodes run on the device's own thread: the calling thread's trace shows none."""
+    workloads = [
+        _workload("loop", 0, gap_us=0.3),
+        _workload("add", 1, gap_us=1.1),
+        _workload("mul_scalar", 1, 4, gap_us=1.3),
+        _workload("backward_1", 3, 0, 0),
+        _workload("backward_8", 10, 0, 0),
+    ]
+    costs = {"loop": 0.05, "add": 0.95, "mul_scalar": 1.75, "backward_1": 12.0, "backward_8": 30.0}
+    prices = pricing.prices_from_timings(workloads, costs)
+    assert prices.autograd_us == 0.0 and prices.call_us == pytest.approx(0.9)
+
+
 def test_prices_from_timings_recover_an_rnn_calls_set_up_and_time_step() -> None:
     """An RNN call costs its events' dispatch, a set-up, and a price per time step; backward beside the
     forward it runs and the engine's entry, which a shallow backward pays too."""

@@ -126,7 +126,10 @@ def prices_from_timings(workloads: Sequence[Counted], cost_us: Mapping[str, floa
     nested_us = max(0.0, sum(net[w.name] - w.events["call"] * call_us for w in nesting) / sum(w.events["nested"] for w in nesting))
     deep, shallow = by_name["backward_8"], by_name["backward_1"]
     delta = {kind: deep.events[kind] - shallow.events[kind] for kind in EVENT_KINDS}
-    autograd_us = max(0.0, (net[deep.name] - net[shallow.name] - delta["call"] * call_us - delta["nested"] * nested_us) / delta["autograd"])
+    # On a GPU the autograd engine runs a backward's nodes on the device's own thread: the calling thread,
+    # whose events are counted, shows none, in these loops as in a model's step.
+    engine_us = net[deep.name] - net[shallow.name] - delta["call"] * call_us - delta["nested"] * nested_us
+    autograd_us = max(0.0, engine_us / delta["autograd"]) if delta["autograd"] else 0.0
     loop_gap = by_name["loop"].gap_us
     call_gap_us = statistics.median(max(0.0, w.gap_us - loop_gap) / w.events["call"] for w in forward)
     prices = Prices(call_us=call_us, nested_us=nested_us, autograd_us=autograd_us, call_gap_us=call_gap_us)
