@@ -67,6 +67,9 @@ def test_the_replayed_gap_is_held_to_the_gap_as_measured_not_to_what_a_guess_lef
     gap: the replayed steps, which join no threads, say 100; the gap as measured, 200 warm, allows it."""
     warmth = pricing.Warmth(cold=2.0, replayed_gap_us=100.0, measured_gap_us=400.0)
     assert warmth.warm_gap_us(40.0) == pytest.approx(100.0)
+    priced = pricing.estimate(_events(10, 0, 0, (40.0,)), pricing.Calibration(repeats=(PRICES,)), step_ms=10.0, warmth=warmth)
+    assert priced.cold == pytest.approx(4.0)  # the gap as measured over the warm gap: never below 1
+    assert priced.interval[1] >= priced.fraction  # the top holds the warm gap the estimate counts
     assert pricing.Warmth(cold=2.0, replayed_gap_us=300.0, measured_gap_us=400.0).warm_gap_us(40.0) == pytest.approx(200.0)
     assert pricing.Warmth(cold=2.0).warm_gap_us(40.0) == pytest.approx(20.0)  # no replay: the gap less its time off the CPU
 

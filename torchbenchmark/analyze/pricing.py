@@ -200,13 +200,17 @@ class Warmth:
     replayed_gap_us: float | None = None
     measured_gap_us: float | None = None
 
+    def real_gap_us(self, gap_us: float) -> float:
+        """The real gap the warm one is read from, for a step whose least gap, less its time off the CPU, is
+        ``gap_us``: with a replay, the gap as measured."""
+        if self.replayed_gap_us is None or self.measured_gap_us is None:
+            return gap_us
+        return max(gap_us, self.measured_gap_us)
+
     def warm_gap_us(self, gap_us: float) -> float:
         """The warm gap of a step whose least gap, less its time off the CPU, is ``gap_us``."""
-        cold = max(1.0, self.cold)
-        if self.replayed_gap_us is None:
-            return gap_us / cold
-        measured = gap_us if self.measured_gap_us is None else max(gap_us, self.measured_gap_us)
-        return min(measured / cold, self.replayed_gap_us)
+        warm = self.real_gap_us(gap_us) / max(1.0, self.cold)
+        return warm if self.replayed_gap_us is None else min(warm, self.replayed_gap_us)
 
 
 def estimate(
@@ -224,7 +228,8 @@ def estimate(
 
     The Python gap is the least of the profiled steps' (the median for the interval's top): a process the
     machine's other work preempts shows the lost time as gap, so gaps err only upwards. The estimate's
-    ``cold`` is the factor its warm gap comes to: the least gap over the warm gap.
+    ``cold`` is the factor its warm gap comes to: the real gap (``Warmth.real_gap_us``) over the warm gap.
+    The interval's top takes the median gap as measured, or the warm gap where that is more.
     """
     if step_ms <= 0:
         raise ValueError("step time must be positive")
@@ -236,13 +241,13 @@ def estimate(
     low_gap = 0.0 if threads > 1 else warm_gap
     low_us = min(_overhead_us(per_step, low_gap, p, step_gap)[0] for p in calibration.repeats)
     # The top of the interval takes the gap as measured: the cold factor is itself an estimate.
-    high_us = max(_overhead_us(per_step, median_gap, p, step_gap)[0] for p in calibration.repeats)
+    high_us = max(_overhead_us(per_step, max(median_gap, warm_gap), p, step_gap)[0] for p in calibration.repeats)
     quickest_ms = step_ms - step_iqr_ms / 2 if step_min_ms is None else min(step_ms - step_iqr_ms / 2, step_min_ms)
     step_low_ms, step_high_ms = max(quickest_ms, step_ms / 2), step_ms + step_iqr_ms / 2
     return Estimate(
         per_step,
         python_us,
-        least_gap / warm_gap if warm_gap > 0 else max(1.0, warmth.cold),
+        warmth.real_gap_us(least_gap) / warm_gap if warm_gap > 0 else max(1.0, warmth.cold),
         overhead_us,
         overhead_us / (step_ms * 1e3),
         (low_us / (step_high_ms * 1e3), high_us / (step_low_ms * 1e3)),
