@@ -28,9 +28,10 @@ quickest step. The prices are the quickest bursts and the gap the least step's, 
 quickest: on a shared host whose speed drifts by tens of percent within a second, unseen by this guest's
 accounting (a loop of tiny ops here ran 1.75x slower in some quarter-seconds than in others, with no steal),
 a median step taken in a slow spell holds overhead they do not price. With more than one
-intra-op thread on a CPU its low end prices the ops alone: there the Python between ops ran up to 1.8x
-slower than the cold factor accounts for (verdict accuracy at two threads, ``benchmarks/RESULTS.md``:
-the nil-width twin's ops never wake the other threads), so how much of the gap is overhead is not known.
+intra-op thread on a CPU its low end prices the ops alone: there a profiled step's waits at the threads'
+joins fall in its gaps as well as in its ops, and what is taken out of the gaps for them is partly a
+guess (verdict accuracy at two threads, ``benchmarks/RESULTS.md``), so how much of the gap is overhead
+is less sure.
 
 ``--scaling`` adds a second, independent bound: the step time fitted as a line over batch sizes; its
 intercept's share of the step bounds the overhead's from above. With the line it also gives where the

@@ -31,7 +31,7 @@ from torchbenchmark.measure.harness import StepTimer, timed_call
 from torchbenchmark.measure.profiling import ProfileRun, run_profile
 
 MAX_BYTES = 2 << 30  # the most a replay holds of a step's outputs; past it the row keeps the cold factor alone
-STEPS = 5  # light-profiled replayed steps: the least gap of these is the warm gap
+STEPS = 20  # light-profiled replayed steps, cheap with no kernel run: the least gap of these is the warm gap
 DEADLINE_S = 10.0
 
 
