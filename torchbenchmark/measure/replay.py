@@ -31,7 +31,10 @@ from torchbenchmark.measure.harness import StepTimer, timed_call
 from torchbenchmark.measure.profiling import ProfileRun, run_profile
 
 MAX_BYTES = 2 << 30  # the most a replay holds of a step's outputs; past it the row keeps the cold factor alone
-STEPS = 20  # light-profiled replayed steps, cheap with no kernel run: the least gap of these is the warm gap
+# Light-profiled replayed steps: the least gap of these is the warm gap. With no kernel run they are cheap,
+# so as many as fit in STEPS_S, within these bounds (a step that sleeps or reads replays as slowly as it runs).
+LEAST_STEPS, MOST_STEPS = 5, 20
+STEPS_S = 2.0
 DEADLINE_S = 10.0
 
 
@@ -93,16 +96,20 @@ def _layout(tensor: torch.Tensor) -> tuple[Any, ...]:
 
 
 def deadline_s(step_ms: float) -> float:
-    """How long a replay of a step of median ``step_ms`` may take: the real steps' time, and ``DEADLINE_S`` more."""
-    return DEADLINE_S + (STEPS + 4) * step_ms / 1e3
+    """How long a replay of a step of median ``step_ms`` may take: as long as its steps would take for real,
+    and ``DEADLINE_S`` more."""
+    return DEADLINE_S + STEPS_S + (LEAST_STEPS + 4) * step_ms / 1e3
 
 
 def replayed_profile(model: Any, mode: str, trace_path: Path, replay: Replay) -> ProfileRun:
-    """``STEPS`` light-profiled steps of ``model`` under ``replay``, traced to ``trace_path``. Raises
-    ``Abandoned`` for a step whose outputs do not fit, or a replay past its deadline."""
+    """Light-profiled steps of ``model`` under ``replay`` (as many as fit in ``STEPS_S``, within
+    ``LEAST_STEPS`` and ``MOST_STEPS``), traced to ``trace_path``. Raises ``Abandoned`` for a step whose
+    outputs do not fit, or a replay past its deadline."""
     try:
         with replay:
-            timed_call(model, mode, 2, StepTimer())  # the first records every op, the second replays them all
-            return run_profile(model, mode, torch.device("cpu"), "light", STEPS, trace_path)
+            timer = StepTimer()
+            timed_call(model, mode, 2, timer)  # the first records every op, the second replays them all
+            fit = int(STEPS_S * 1e9 / max(1, timer.durations_ns[-1]))
+            return run_profile(model, mode, torch.device("cpu"), "light", max(LEAST_STEPS, min(MOST_STEPS, fit)), trace_path)
     finally:
         replay.recorded.clear()
