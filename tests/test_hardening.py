@@ -318,7 +318,7 @@ def test_detached_descendants_end_with_their_case(place: Place, tmp_path: Path) 
             "--modes",
             "eval",
             "--timeout",
-            "20",
+            "30",
             "--out",
             str(place.out),
             *FAST,

@@ -34,7 +34,7 @@ MAX_BYTES = 2 << 30  # the most a replay holds of a step's outputs; past it the 
 # Light-profiled replayed steps: the least gap of these is the warm gap. With no kernel run they are cheap,
 # so as many as fit in STEPS_S, within these bounds (a step that sleeps or reads replays as slowly as it runs).
 LEAST_STEPS, MOST_STEPS = 5, 20
-STEPS_S = 2.0
+STEPS_S = 1.0
 DEADLINE_S = 10.0
 
 
