@@ -58,11 +58,8 @@ def _workloads(device: torch.device) -> list[Workload]:
         sequence, weights = torch.ones(1, time_steps, 2, **one), trained if train else gates
 
         def run() -> object:
-            # Forward only under no_grad, as a model's eval step runs: there oneDNN takes a path of its own,
-            # which at two threads costs each time step 1.2 µs against 0.3 with grad enabled.
-            with torch.set_grad_enabled(train):
-                # input, state, weights, has_biases, num_layers, dropout, train, bidirectional, batch_first
-                out = torch.lstm(sequence, state, weights, True, 1, 0.0, train, False, True)[0]
+            # input, state, weights, has_biases, num_layers, dropout, train, bidirectional, batch_first
+            out = torch.lstm(sequence, state, weights, True, 1, 0.0, train, False, True)[0]
             return out.sum().backward() if train else out
 
         return run
@@ -149,21 +146,18 @@ def calibrate(device: torch.device, calls: int = 1000, repeats: int = 5, profile
     """Per-event prices on ``device``, one set per repeat; the workloads take turns within each repeat.
 
     Timed on one CPU thread: nil-width ops have no work to share, and more threads only add OpenMP's
-    waits, each as long as the scheduler keeps a thread off a core. The RNN loops are the exception, timed
-    at the process's threads: oneDNN's RNN layer opens a parallel region at every time step, whatever its
-    width, so a model's LSTM pays each time step's fork and join at its thread count (at two threads a
-    time step of width 2 under no_grad cost 1.2 µs against 0.3 at one).
+    waits, each as long as the scheduler keeps a thread off a core.
     """
     quiet_kineto()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _calibrate(device, calls, repeats, profiled_calls, threads)
+        return _calibrate(device, calls, repeats, profiled_calls)
     finally:
         torch.set_num_threads(threads)
 
 
-def _calibrate(device: torch.device, calls: int, repeats: int, profiled_calls: int, threads: int = 1) -> Calibration:
+def _calibrate(device: torch.device, calls: int, repeats: int, profiled_calls: int) -> Calibration:
     sync = device_sync(device)  # the case's own GPU, not the current one
     workloads = _workloads(device)
     for workload in workloads:
@@ -174,7 +168,6 @@ def _calibrate(device: torch.device, calls: int, repeats: int, profiled_calls: i
     for _ in range(repeats):
         cost_us = {}
         for workload in workloads:
-            torch.set_num_threads(threads if workload.time_steps else 1)
             n = max(1, workload.iterations(calls) // BURSTS)  # a dear loop's fewer iterations take about as long
             bursts = []
             for _ in range(BURSTS):
@@ -189,5 +182,4 @@ def _calibrate(device: torch.device, calls: int, repeats: int, profiled_calls: i
             sync()
             cost_us[workload.name] = min(bursts)
         results.append(prices_from_timings(counted, cost_us))
-    torch.set_num_threads(1)
     return Calibration(repeats=tuple(results), step_gap_us=_step_gap_us(device))
