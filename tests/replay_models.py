@@ -44,3 +44,27 @@ class ChecksItsValues:
                 raise RuntimeError(f"counted {int(self.count)} steps, ran {self.expected}")
             if step_fn is not None:
                 step_fn()
+
+
+class SmallLSTM:
+    """A step through a two-layer LSTM of width 4 over 16 time steps: oneDNN's RNN layer, one call a layer."""
+
+    name = "small_lstm"
+
+    def __init__(self, device: str = "cpu", batch_size: int | None = None) -> None:
+        torch.manual_seed(0)
+        self.net = nn.LSTM(4, 4, num_layers=2, batch_first=True).to(device)
+        self.x = torch.randn(batch_size or 2, 16, 4, device=device)
+
+    def train(self, niter: int = 1, step_fn: Callable[[], None] | None = None) -> None:
+        for _ in range(niter):
+            self.net(self.x)[0].sum().backward()
+            if step_fn is not None:
+                step_fn()
+
+    def eval(self, niter: int = 1, step_fn: Callable[[], None] | None = None) -> None:
+        with torch.no_grad():
+            for _ in range(niter):
+                self.net(self.x)
+                if step_fn is not None:
+                    step_fn()

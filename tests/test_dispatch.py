@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import pytest
 import torch
@@ -219,6 +220,27 @@ def test_estimate_prices_each_convolution_once_more_for_its_set_up() -> None:
     counts = {"call": 10, "nested": 40, "autograd": 0, "conv": 4}
     events = OverheadEvents(events_per_step=(counts,), python_gap_us_per_step=(0.0,))
     assert pricing.estimate(events, pricing.Calibration(repeats=(prices,)), step_ms=1.0).overhead_us == pytest.approx(20 + 4 * 150)
+
+
+def test_an_rnn_time_step_is_dearer_in_every_repeat_by_what_more_threads_add() -> None:
+    calibration = pricing.Calibration(repeats=(dataclasses.replace(PRICES, rnn_step_us=0.3), dataclasses.replace(PRICES, rnn_step_us=0.5)))
+    threaded = calibration.with_rnn_step_added(0.9)
+    assert [p.rnn_step_us for p in threaded.repeats] == pytest.approx([1.2, 1.4])
+    assert [dataclasses.replace(p, rnn_step_us=0.0) for p in threaded.repeats] == [
+        dataclasses.replace(p, rnn_step_us=0.0) for p in calibration.repeats
+    ]
+
+
+def test_an_rnn_time_step_under_no_grad_costs_more_at_two_threads_than_at_one() -> None:
+    """oneDNN's RNN layer forks and joins the threads at every time step under no_grad: at two threads the
+    extra is timed (about 1 µs here), the thread count is left as it was, and one thread adds nothing."""
+    before = torch.get_num_threads()
+    cpu = torch.device("cpu")
+    assert calibrating.rnn_step_at_threads_us(cpu, 1, grad=False, budget_s=0.1) == 0.0
+    extra = calibrating.rnn_step_at_threads_us(cpu, 2, grad=False, budget_s=0.5)
+    assert torch.get_num_threads() == before
+    if torch.backends.mkldnn.is_available() and (os.cpu_count() or 1) >= 2:
+        assert extra > 0.1, extra
 
 
 def test_estimate_prices_an_rnn_calls_set_up_and_time_steps() -> None:

@@ -92,3 +92,19 @@ def test_a_sweep_replays_an_eager_cpu_step_and_keeps_a_row_for_one_that_refuses(
     assert checks["dispatch"]["warm_gap_us"] is None
     assert "no warm replay, the cold factor alone stands: RuntimeError: counted" in (tmp_path / checks["log"]).read_text()
     assert not list(tmp_path.rglob(".*replay*"))  # the replayed steps' trace is not left behind
+
+
+@pytest.mark.slow
+def test_an_rnn_step_at_two_threads_has_its_time_steps_priced_at_two(tmp_path: Path) -> None:
+    """An eval step through an LSTM at two threads: the replay sees the RNN calls, so a time step is timed at
+    two threads as well as one and its price counts the difference; the row says how long that took."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "diagnostics.py"), "--models", f"{PLUGINS}:SmallLSTM", "--modes", "eval", "--device", "cpu",
+         "--threads", "2", "--steps", "5", "--no-detailed", "--no-progress", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    (row,) = json.loads((tmp_path / "summary.json").read_text())["results"]
+    assert row["status"] == "ok", row["error"]
+    assert row["dispatch"]["warm_gap_us"] > 0 and row["timings_s"]["rnn threads"] > 0
+    assert "an RNN time step costs" in (tmp_path / row["log"]).read_text()

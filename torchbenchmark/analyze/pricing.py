@@ -99,6 +99,12 @@ class Calibration:
         fields = dataclasses.fields(Prices)
         return Prices(**{field.name: statistics.median(getattr(p, field.name) for p in self.repeats) for field in fields})
 
+    def with_rnn_step_added(self, extra_us: float) -> Calibration:
+        """These prices with an RNN layer's forward time step dearer by ``extra_us`` in every repeat: what the
+        case's intra-op threads add to it (``measure.calibration.rnn_step_at_threads_us``)."""
+        repeats = tuple(dataclasses.replace(p, rnn_step_us=p.rnn_step_us + extra_us) for p in self.repeats)
+        return dataclasses.replace(self, repeats=repeats)
+
 
 @dataclasses.dataclass(frozen=True)
 class Counted:

@@ -45,24 +45,9 @@ def _workloads(device: torch.device) -> list[Workload]:
     x, w, bias = torch.ones(1, 1, **one), torch.ones(1, 1, **one), torch.ones(1, **one)
     table, index, offsets = torch.ones(4, 1, **one), torch.zeros(1, dtype=torch.long, **one), torch.zeros(1, dtype=torch.long, **one)
     leaf = torch.ones(1, requires_grad=True, **one)
-    # One LSTM layer of width 2 (gate weights, recurrent weights and their biases) over 1 and 33 time steps.
-    # Widths 2 to 16 cost the same within 5% a call; width 1 a third less, a case of its own.
-    gates = [torch.full((8, 2), 0.1, **one), torch.full((8, 2), 0.1, **one), torch.zeros(8, **one), torch.zeros(8, **one)]
-    trained = [weight.clone().requires_grad_() for weight in gates]
     # A depthwise convolution: oneDNN's path at any size (a plain one this small takes the slow reference
     # kernel, which builds nothing); every oneDNN convolution builds its primitive for about as long.
     signal, taps = torch.ones(1, 2, 4, **one), torch.ones(2, 1, 4, **one)
-    state = (torch.zeros(1, 1, 2, **one), torch.zeros(1, 1, 2, **one))
-
-    def lstm(time_steps: int, train: bool) -> Callable[[], object]:
-        sequence, weights = torch.ones(1, time_steps, 2, **one), trained if train else gates
-
-        def run() -> object:
-            # input, state, weights, has_biases, num_layers, dropout, train, bidirectional, batch_first
-            out = torch.lstm(sequence, state, weights, True, 1, 0.0, train, False, True)[0]
-            return out.sum().backward() if train else out
-
-        return run
 
     def backward(depth: int) -> Callable[[], None]:
         def run() -> None:
@@ -90,9 +75,30 @@ def _workloads(device: torch.device) -> list[Workload]:
         Workload("backward_1", backward(1), dear=True),
         Workload("backward_8", backward(8), dear=True),
         Workload("conv", lambda: F.conv1d(signal, taps, groups=2), dear=True),
-        *(Workload(f"rnn_{steps}", lstm(steps, train=False), time_steps=steps, dear=True) for steps in (1, RNN_TIME_STEPS)),
-        *(Workload(f"rnn_backward_{steps}", lstm(steps, train=True), time_steps=steps, dear=True) for steps in (1, RNN_TIME_STEPS)),
+        *(
+            Workload(f"rnn{'_backward' if train else ''}_{steps}", _lstm(device, steps, train), time_steps=steps, dear=True)
+            for train in (False, True)
+            for steps in (1, RNN_TIME_STEPS)
+        ),
     ]
+
+
+def _lstm(device: torch.device, time_steps: int, train: bool, grad: bool = True) -> Callable[[], object]:
+    """One LSTM layer of width 2 (gate weights, recurrent weights and their biases) over ``time_steps``, and
+    with ``train`` its backward; ``grad``: whether a forward-only loop runs with grad enabled, as a train
+    step's forward does. Widths 2 to 16 cost the same within 5% a call; width 1 a third less, a case of its own."""
+    one = dict(device=device)
+    weights = [torch.full((8, 2), 0.1, **one), torch.full((8, 2), 0.1, **one), torch.zeros(8, **one), torch.zeros(8, **one)]
+    weights = [weight.requires_grad_() for weight in weights] if train else weights
+    sequence, state = torch.ones(1, time_steps, 2, **one), (torch.zeros(1, 1, 2, **one), torch.zeros(1, 1, 2, **one))
+
+    def run() -> object:
+        with torch.set_grad_enabled(grad or train):
+            # input, state, weights, has_biases, num_layers, dropout, train, bidirectional, batch_first
+            out = torch.lstm(sequence, state, weights, True, 1, 0.0, train, False, True)[0]
+        return out.sum().backward() if train else out
+
+    return run
 
 
 def _count_events(workloads: list[Workload], device: torch.device, iterations: int) -> list[Counted]:
@@ -146,7 +152,8 @@ def calibrate(device: torch.device, calls: int = 1000, repeats: int = 5, profile
     """Per-event prices on ``device``, one set per repeat; the workloads take turns within each repeat.
 
     Timed on one CPU thread: nil-width ops have no work to share, and more threads only add OpenMP's
-    waits, each as long as the scheduler keeps a thread off a core.
+    waits, each as long as the scheduler keeps a thread off a core. An RNN layer's time step is the
+    exception; ``rnn_step_at_threads_us`` prices what more threads add to it.
     """
     quiet_kineto()
     threads = torch.get_num_threads()
@@ -183,3 +190,46 @@ def _calibrate(device: torch.device, calls: int, repeats: int, profiled_calls: i
             cost_us[workload.name] = min(bursts)
         results.append(prices_from_timings(counted, cost_us))
     return Calibration(repeats=tuple(results), step_gap_us=_step_gap_us(device))
+
+
+# Calls in each burst of ``rnn_step_at_threads_us``: beside other work a burst's every time step may wait a
+# scheduler's slice at its fork, so bursts are short.
+BURST_CALLS = 5
+
+
+def rnn_step_at_threads_us(device: torch.device, threads: int, grad: bool, budget_s: float = 1.0) -> float:
+    """What ``threads`` intra-op threads add to an RNN layer's forward time step over one thread, in µs, with
+    grad enabled or not as the case's step runs it.
+
+    oneDNN's RNN layer opens a parallel region at every time step, whatever its width: under ``no_grad`` at
+    two threads a time step of width 2 costs about 1.2 µs against 0.3 at one, where the one-thread
+    calibration prices it. The two thread counts take turns, over the short and the long loop, in bursts
+    until ``budget_s`` has passed (beside other work a fork waits for a thread's core, and each burst grows),
+    and the fastest burst of each counts. Only a CPU step that calls an RNN layer is timed so.
+    """
+    loops = {steps: _lstm(device, steps, train=False, grad=grad) for steps in (1, RNN_TIME_STEPS)}
+    before = torch.get_num_threads()
+    fastest_us: dict[tuple[int, int], float] = {}
+    deadline = time.perf_counter() + budget_s
+    try:
+        for count in (1, threads):  # warm each thread count's pool and oneDNN's primitives
+            torch.set_num_threads(count)
+            for loop in loops.values():
+                for _ in range(10):
+                    loop()
+        while not fastest_us or time.perf_counter() < deadline:
+            for count in (1, threads):
+                torch.set_num_threads(count)
+                for steps, loop in loops.items():
+                    start = time.perf_counter_ns()
+                    for _ in range(BURST_CALLS):
+                        loop()
+                    burst_us = (time.perf_counter_ns() - start) / BURST_CALLS / 1e3
+                    fastest_us[count, steps] = min(burst_us, fastest_us.get((count, steps), burst_us))
+    finally:
+        torch.set_num_threads(before)
+
+    def per_step_us(count: int) -> float:
+        return (fastest_us[count, RNN_TIME_STEPS] - fastest_us[count, 1]) / (RNN_TIME_STEPS - 1)
+
+    return max(0.0, per_step_us(threads) - per_step_us(1))

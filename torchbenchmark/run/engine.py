@@ -26,7 +26,7 @@ from torchbenchmark.contract import ModelMeta
 from torchbenchmark.measure import compile as compiled_variant
 from torchbenchmark.measure import precision as recast_variant
 from torchbenchmark.measure import replay
-from torchbenchmark.measure.calibration import calibrate
+from torchbenchmark.measure.calibration import calibrate, rnn_step_at_threads_us
 from torchbenchmark.measure.costs import measure_costs
 from torchbenchmark.measure.harness import Characterisation, ColdProbe, Pace, characterise, device_sync, use_device
 from torchbenchmark.measure.profiling import KINDS, ProfileRun, run_profile
@@ -226,6 +226,13 @@ def _profile(
     costs = measure_costs(model, spec.mode, device, measured.batch_size, median_ms)
     laps("costs")
     warm = _replayed(spec, model, folder, median_ms, laps)
+    threads = torch.get_num_threads()
+    if warm is not None and warm.time_steps.get("rnn") and threads > 1:
+        laps.announce(f"pricing an RNN time step at {threads} threads")
+        extra_us = rnn_step_at_threads_us(device, threads, grad=spec.mode == "train")
+        calibration = calibration.with_rnn_step_added(extra_us)
+        log.info("%s %s: an RNN time step costs %.2f µs more at %d threads than at one", spec.model, spec.mode, extra_us, threads)
+        laps("rnn threads")
     scaling_step_ms = None
     batches = pricing.scaling_batch_sizes(measured.batch_size or 1, up=meta_of(cls).scale_batch_up) if spec.scaling else []
     if len(batches) >= 2:
