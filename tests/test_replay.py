@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import torch
 
+from tests.plain_plugins import PlainModel
 from tests.test_dispatch import PRICES, _events
 from torchbenchmark.analyze import pricing
+from torchbenchmark.analyze.trace import load_events
 from torchbenchmark.measure import replay
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,6 +52,29 @@ def test_a_replay_that_would_hold_too_much_or_run_too_long_is_abandoned() -> Non
         torch.ones(1 << 19) + 1  # 2 MB
     with pytest.raises(replay.Abandoned, match="deadline"), replay.Replay(deadline_s=0.0):
         torch.ones(4) + 1
+
+
+def test_replayed_sessions_are_traced_as_real_steps_their_annotations_and_all(tmp_path: Path) -> None:
+    """Each session's trace holds its profiler steps and the step's own ``record_function`` ranges: the
+    profiler's ops run under the replay, and only the model's are handed back."""
+
+    class Annotated(PlainModel):
+        def eval(self, niter: int = 1, step_fn: Callable[[], None] | None = None) -> None:
+            with torch.no_grad():
+                for _ in range(niter):
+                    with torch.profiler.record_function("## forward ##"):
+                        self.net(self.x)
+                    if step_fn is not None:
+                        step_fn()
+
+    paths = [tmp_path / f"session{i}.pt.trace.json.gz" for i in range(replay.SESSIONS)]
+    runs = replay.replayed_profiles(Annotated(), "eval", paths, replay.Replay())
+    assert [run.trace_path for run in runs] == paths
+    for run in runs:
+        names = [event.get("name", "") for event in load_events(run.trace_path)]
+        assert sum(name.startswith("ProfilerStep#") for name in names) == run.steps.n
+        assert names.count("## forward ##") == run.steps.n
+        assert "aten::linear" in names  # the op's own event is there; its kernel did not run
 
 
 def test_the_warm_gap_counts_where_it_is_below_the_gap_over_the_cold_factor() -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +32,14 @@ from torchbenchmark.measure.profiling import ProfileRun, run_profile
 
 MAX_BYTES = 2 << 30  # the most a replay holds of a step's outputs; past it the row keeps the cold factor alone
 # Light-profiled replayed steps: the least gap of these is the warm gap. With no kernel run they are cheap,
-# so as many as fit in STEPS_S, within these bounds (a step that sleeps or reads replays as slowly as it runs).
+# so as many as fit in STEPS_S, within these bounds a session (a step that sleeps or reads replays as slowly
+# as it runs).
 LEAST_STEPS, MOST_STEPS = 5, 20
 STEPS_S = 1.0
+# The replayed steps come in sessions that start SPACING_S apart: on a shared host a spell of half a second
+# can slow every step of one session alike (dlrm eval's least replayed gap read 494 µs in one, 302 to 334
+# in the fifteen around it), and the least of the sessions' least gaps is the warm gap.
+SESSIONS, SPACING_S = 3, 0.4
 DEADLINE_S = 10.0
 
 
@@ -60,6 +65,8 @@ class Replay(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
+        if func.namespace == "profiler":  # a record_function's range: it runs, so a replayed step is traced as a real one
+            return func(*args, **kwargs)
         flat = tree_flatten((args, kwargs))[0]
         key = (func, *(_layout(a) if isinstance(a, torch.Tensor) else repr(a) for a in flat))
         if time.perf_counter() > self.deadline:
@@ -97,19 +104,26 @@ def _layout(tensor: torch.Tensor) -> tuple[Any, ...]:
 
 def deadline_s(step_ms: float) -> float:
     """How long a replay of a step of median ``step_ms`` may take: as long as its steps would take for real,
-    and ``DEADLINE_S`` more."""
-    return DEADLINE_S + STEPS_S + (LEAST_STEPS + 4) * step_ms / 1e3
+    the sessions' spacing, and ``DEADLINE_S`` more."""
+    return DEADLINE_S + STEPS_S + SESSIONS * SPACING_S + (SESSIONS * LEAST_STEPS + 4) * step_ms / 1e3
 
 
-def replayed_profile(model: Any, mode: str, trace_path: Path, replay: Replay) -> ProfileRun:
-    """Light-profiled steps of ``model`` under ``replay`` (as many as fit in ``STEPS_S``, within
-    ``LEAST_STEPS`` and ``MOST_STEPS``), traced to ``trace_path``. Raises ``Abandoned`` for a step whose
-    outputs do not fit, or a replay past its deadline."""
+def replayed_profiles(model: Any, mode: str, trace_paths: Sequence[Path], replay: Replay) -> list[ProfileRun]:
+    """Light-profiled steps of ``model`` under ``replay``, a session traced to each of ``trace_paths``, the
+    sessions ``SPACING_S`` apart; in each, as many steps as fit in its share of ``STEPS_S``, within
+    ``LEAST_STEPS`` and ``MOST_STEPS``. Raises ``Abandoned`` for a step whose outputs do not fit, or a
+    replay past its deadline."""
     try:
         with replay:
             timer = StepTimer()
             timed_call(model, mode, 2, timer)  # the first records every op, the second replays them all
-            fit = int(STEPS_S * 1e9 / max(1, timer.durations_ns[-1]))
-            return run_profile(model, mode, torch.device("cpu"), "light", max(LEAST_STEPS, min(MOST_STEPS, fit)), trace_path)
+        fit = int(STEPS_S / len(trace_paths) * 1e9 / max(1, timer.durations_ns[-1]))
+        runs: list[ProfileRun] = []
+        for path in trace_paths:
+            if runs:
+                time.sleep(max(0.0, SPACING_S - runs[-1].profile_s))
+            with replay:
+                runs.append(run_profile(model, mode, torch.device("cpu"), "light", max(LEAST_STEPS, min(MOST_STEPS, fit)), path))
+        return runs
     finally:
         replay.recorded.clear()
