@@ -14,8 +14,11 @@ import torch
 from tests.plain_plugins import PlainModel
 from tests.test_dispatch import PRICES, _events
 from torchbenchmark.analyze import pricing
+from torchbenchmark.analyze.stats import StepStats
 from torchbenchmark.analyze.trace import load_events
 from torchbenchmark.measure import replay
+from torchbenchmark.measure.profiling import ProfileRun
+from torchbenchmark.run import engine
 
 ROOT = Path(__file__).resolve().parent.parent
 PLUGINS = Path(__file__).resolve().parent / "replay_models.py"
@@ -98,6 +101,18 @@ def test_the_replayed_gap_is_held_to_the_gap_as_measured_not_to_what_a_guess_lef
     assert priced.interval[1] >= priced.fraction  # the top holds the warm gap the estimate counts
     assert pricing.Warmth(cold=2.0, replayed_gap_us=300.0, measured_gap_us=400.0).warm_gap_us(40.0) == pytest.approx(200.0)
     assert pricing.Warmth(cold=2.0).warm_gap_us(40.0) == pytest.approx(20.0)  # no replay: the gap less its time off the CPU
+
+
+def test_a_real_steps_waits_at_joins_leave_its_gaps_by_share_when_the_replay_spent_nothing_off_the_cpu() -> None:
+    """Two 1 ms steps with 100 µs of gap each, whose thread slept 600 µs at intra-op joins, no thread waiting
+    for a CPU: read from the real steps alone, the sleep looks like the step's own and takes the whole gap; the
+    replayed steps, which join no threads, spent nothing off the CPU, so the gaps give up only their share
+    of it, a tenth."""
+    run = ProfileRun("light", StepStats((1.0, 1.0)), Path("unread"), 0.0, 0.0, samples=((1_000_000, 400_000, 0, 0),) * 2)
+    events = _events(0, 0, 0, (100.0, 100.0))
+    assert engine._on_cpu(events, run).python_gap_us_per_step == (0.0, 0.0)
+    assert engine._on_cpu(events, run, own_us=0.0).python_gap_us_per_step == pytest.approx((40.0, 40.0))
+    assert engine._on_cpu(events, run, own_us=600.0).python_gap_us_per_step == (0.0, 0.0)  # a sleep the replay saw too
 
 
 @pytest.mark.slow

@@ -99,6 +99,9 @@ class Warm:
 
     gap_us: float  # its least Python gap
     time_steps: dict[str, float]  # the mean time steps of an RNN call of each kind, as the replay saw their inputs
+    # What a replayed step spent off the CPU of its own accord, at least: the step's Python asleep, reading
+    # or on a lock, with no intra-op join in it (no kernel runs).
+    own_off_cpu_us: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -259,7 +262,8 @@ def _replayed(spec: CaseSpec, model: Any, folder: Path, median_ms: float, laps: 
     try:
         runs = replay.replayed_profiles(model, spec.mode, paths, watching)
         gap_us = min(_on_cpu(overhead_events_of_trace(run.trace_path), run).least_gap_us for run in runs)
-        return Warm(gap_us, time_steps_of_calls(watching.inputs))
+        own_us = [us for run in runs for us in timesplit.own_off_cpu_us(run.samples, run.steps.times_ms)]
+        return Warm(gap_us, time_steps_of_calls(watching.inputs), min(own_us, default=None))
     except Exception as error:  # a step that refuses the mode, or checks values a replay does not keep
         log.warning("%s %s: no warm replay, the cold factor alone stands: %s: %s", spec.model, spec.mode, type(error).__name__, error)
         return None
@@ -269,11 +273,13 @@ def _replayed(spec: CaseSpec, model: Any, folder: Path, median_ms: float, laps: 
         laps("replay")
 
 
-def _on_cpu(events: OverheadEvents, run: ProfileRun) -> OverheadEvents:
+def _on_cpu(events: OverheadEvents, run: ProfileRun, own_us: float | None = None) -> OverheadEvents:
     """``events`` of ``run``'s steps, each gap less the time its thread spent off a CPU, of the steps no other
-    work on the machine stretched."""
+    work on the machine stretched. ``own_us``: what a step spends off the CPU of its own accord, where known
+    better than from ``run`` (whose steps' waits at intra-op joins look the same to the kernel)."""
     times_ms = run.steps.times_ms
-    off, own = timesplit.off_cpu_us(run.samples, times_ms), timesplit.own_off_cpu_us(run.samples, times_ms)
+    off = timesplit.off_cpu_us(run.samples, times_ms)
+    own = timesplit.own_off_cpu_us(run.samples, times_ms) if own_us is None else [own_us] * len(off)
     return events.on_cpu(off, [ms * 1e3 for ms in times_ms], own).only(timesplit.kept(run.samples))
 
 
@@ -293,7 +299,10 @@ def analyse(spec: CaseSpec, measured: Measured, out_dir: Path, meta: ModelMeta) 
         events = events.with_time_steps(warm.time_steps)
     measured_gap_us = events.least_gap_us
     # On a GPU, the host's waits in syncs are the GPU's compute: they stay where they are.
-    events = events.only(timesplit.kept(light_run.samples)) if on_gpu else _on_cpu(events, light_run)
+    # On a CPU the replayed steps, which join no intra-op threads, say what a step spends off the CPU of its
+    # own accord; a real step's waits at joins are off the CPU too, and fall in its ops, not all in its gaps.
+    own_us = None if warm is None else warm.own_off_cpu_us
+    events = events.only(timesplit.kept(light_run.samples)) if on_gpu else _on_cpu(events, light_run, own_us)
     threads = 1 if on_gpu else torch.get_num_threads()
     cold = measured.characterisation.cold_factor
     warmth = pricing.Warmth(cold) if warm is None else pricing.Warmth(cold, warm.gap_us, measured_gap_us)
