@@ -1,4 +1,5 @@
-"""Plain-contract plug-ins for the warm replay: one whose glue runs after large ops, one whose step checks a value."""
+"""Plain-contract plug-ins for the warm replay: one whose glue runs after large ops, one whose step checks a value,
+one through an LSTM."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ class ChecksItsValues:
                 step_fn()
 
 
-class SmallLSTM:
+class SmallLSTM(PlainModel):
     """A step through a two-layer LSTM of width 4 over 16 time steps: oneDNN's RNN layer, one call a layer."""
 
     name = "small_lstm"
@@ -61,10 +62,3 @@ class SmallLSTM:
             self.net(self.x)[0].sum().backward()
             if step_fn is not None:
                 step_fn()
-
-    def eval(self, niter: int = 1, step_fn: Callable[[], None] | None = None) -> None:
-        with torch.no_grad():
-            for _ in range(niter):
-                self.net(self.x)
-                if step_fn is not None:
-                    step_fn()

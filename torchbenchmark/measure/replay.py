@@ -37,8 +37,8 @@ MAX_BYTES = 2 << 30  # the most a replay holds of a step's outputs; past it the 
 LEAST_STEPS, MOST_STEPS = 5, 20
 STEPS_S = 1.0
 # The replayed steps come in sessions that start SPACING_S apart: on a shared host a spell of half a second
-# can slow every step of one session alike (dlrm eval's least replayed gap read 494 µs in one, 302 to 334
-# in the fifteen around it), and the least of the sessions' least gaps is the warm gap.
+# can slow every step of one session alike (dlrm eval's least replayed gap read 494 µs in one, 300 to 334
+# in the nineteen around it), and the least of the sessions' least gaps is the warm gap.
 SESSIONS, SPACING_S = 3, 0.4
 DEADLINE_S = 10.0
 
