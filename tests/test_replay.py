@@ -18,7 +18,6 @@ from torchbenchmark.analyze.stats import StepStats
 from torchbenchmark.analyze.trace import load_events
 from torchbenchmark.measure import replay
 from torchbenchmark.measure.profiling import ProfileRun
-from torchbenchmark.run import engine
 
 ROOT = Path(__file__).resolve().parent.parent
 PLUGINS = Path(__file__).resolve().parent / "replay_models.py"
@@ -110,9 +109,9 @@ def test_a_real_steps_waits_at_joins_leave_its_gaps_by_share_when_the_replay_spe
     of it, a tenth."""
     run = ProfileRun("light", StepStats((1.0, 1.0)), Path("unread"), 0.0, 0.0, samples=((1_000_000, 400_000, 0, 0),) * 2)
     events = _events(0, 0, 0, (100.0, 100.0))
-    assert engine._on_cpu(events, run).python_gap_us_per_step == (0.0, 0.0)
-    assert engine._on_cpu(events, run, own_us=0.0).python_gap_us_per_step == pytest.approx((40.0, 40.0))
-    assert engine._on_cpu(events, run, own_us=600.0).python_gap_us_per_step == (0.0, 0.0)  # a sleep the replay saw too
+    assert run.on_cpu(events).python_gap_us_per_step == (0.0, 0.0)
+    assert run.on_cpu(events, own_us=0.0).python_gap_us_per_step == pytest.approx((40.0, 40.0))
+    assert run.on_cpu(events, own_us=600.0).python_gap_us_per_step == (0.0, 0.0)  # a sleep the replay saw too
 
 
 @pytest.mark.slow

@@ -17,6 +17,7 @@ are not the caches' doing.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Collection, Sequence
@@ -27,6 +28,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
+from torchbenchmark.analyze import timesplit
+from torchbenchmark.analyze.overhead import overhead_events_of_trace, time_steps_of_calls
 from torchbenchmark.measure.harness import StepTimer, timed_call
 from torchbenchmark.measure.profiling import ProfileRun, run_profile
 
@@ -41,6 +44,17 @@ STEPS_S = 1.0
 # in the nineteen around it), and the least of the sessions' least gaps is the warm gap.
 SESSIONS, SPACING_S = 3, 0.4
 DEADLINE_S = 10.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Warm:
+    """What the step replayed showed."""
+
+    gap_us: float  # its least Python gap
+    time_steps: dict[str, float]  # the mean time steps of an RNN call of each kind, as the replay saw their inputs
+    # What a replayed step spent off the CPU of its own accord, at least: the step's Python asleep, reading
+    # or on a lock, with no intra-op join in it (no kernel runs).
+    own_off_cpu_us: float | None = None
 
 
 class Abandoned(Exception):
@@ -127,3 +141,12 @@ def replayed_profiles(model: Any, mode: str, trace_paths: Sequence[Path], replay
         return runs
     finally:
         replay.recorded.clear()
+
+
+def warm_reading(model: Any, mode: str, trace_paths: Sequence[Path], replay: Replay) -> Warm:
+    """The step replayed (``replayed_profiles``), read: its least gap, each step's time off the CPU taken out as
+    for a real step's, and the time steps of the RNN calls among ``replay``'s watched ops."""
+    runs = replayed_profiles(model, mode, trace_paths, replay)
+    gap_us = min(run.on_cpu(overhead_events_of_trace(run.trace_path)).least_gap_us for run in runs)
+    own_us = [us for run in runs for us in timesplit.own_off_cpu_us(run.samples, run.steps.times_ms)]
+    return Warm(gap_us, time_steps_of_calls(replay.inputs), min(own_us, default=None))

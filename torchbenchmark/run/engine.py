@@ -19,7 +19,7 @@ import torch
 from torchbenchmark.analyze import pricing, timesplit, verdict
 from torchbenchmark.analyze.attribution import attribute_trace
 from torchbenchmark.analyze.bound import bound_of
-from torchbenchmark.analyze.overhead import PRICED_KINDS, SETUP_OPS, OverheadEvents, overhead_events_of_trace, time_steps_of_calls
+from torchbenchmark.analyze.overhead import PRICED_KINDS, SETUP_OPS, overhead_events_of_trace
 from torchbenchmark.analyze.stats import relative_change_pct
 from torchbenchmark.analyze.steps import TraceSummary, check_complete, summarize_trace
 from torchbenchmark.contract import ModelMeta
@@ -90,18 +90,7 @@ class Measured:
     costs: Costs | None = None  # taken with the profiles, once per case
     scaling_step_ms: dict[int, float] | None = None  # --scaling: median step at each smaller batch
     remedy: RemedyReport | None = None  # a precision or layout variant: how it ran and compared with eager
-    warm: Warm | None = None  # the step replayed warm (measure.replay)
-
-
-@dataclasses.dataclass(frozen=True)
-class Warm:
-    """What the step replayed with no kernel run showed (``measure.replay``)."""
-
-    gap_us: float  # its least Python gap
-    time_steps: dict[str, float]  # the mean time steps of an RNN call of each kind, as the replay saw their inputs
-    # What a replayed step spent off the CPU of its own accord, at least: the step's Python asleep, reading
-    # or on a lock, with no intra-op join in it (no kernel runs).
-    own_off_cpu_us: float | None = None
+    warm: replay.Warm | None = None  # the step replayed warm
 
 
 @dataclasses.dataclass(frozen=True)
@@ -251,7 +240,7 @@ def _profile(
     )
 
 
-def _replayed(spec: CaseSpec, model: Any, folder: Path, median_ms: float, laps: Laps) -> Warm | None:
+def _replayed(spec: CaseSpec, model: Any, folder: Path, median_ms: float, laps: Laps) -> replay.Warm | None:
     """The step replayed with no kernel run (``measure.replay``); None on a GPU, for a compiled step, and where
     the step cannot be replayed (the reason goes to the log)."""
     if torch.device(spec.device).type != "cpu" or spec.compile is not None:
@@ -260,10 +249,7 @@ def _replayed(spec: CaseSpec, model: Any, folder: Path, median_ms: float, laps: 
     paths = [folder / f".{outdir.spec_stem(spec)}-replay{session}{outdir.TRACE_SUFFIX}" for session in range(replay.SESSIONS)]
     watching = replay.Replay(deadline_s=replay.deadline_s(median_ms), watch=SETUP_OPS)
     try:
-        runs = replay.replayed_profiles(model, spec.mode, paths, watching)
-        gap_us = min(_on_cpu(overhead_events_of_trace(run.trace_path), run).least_gap_us for run in runs)
-        own_us = [us for run in runs for us in timesplit.own_off_cpu_us(run.samples, run.steps.times_ms)]
-        return Warm(gap_us, time_steps_of_calls(watching.inputs), min(own_us, default=None))
+        return replay.warm_reading(model, spec.mode, paths, watching)
     except Exception as error:  # a step that refuses the mode, or checks values a replay does not keep
         log.warning("%s %s: no warm replay, the cold factor alone stands: %s: %s", spec.model, spec.mode, type(error).__name__, error)
         return None
@@ -271,16 +257,6 @@ def _replayed(spec: CaseSpec, model: Any, folder: Path, median_ms: float, laps: 
         for path in paths:
             path.unlink(missing_ok=True)
         laps("replay")
-
-
-def _on_cpu(events: OverheadEvents, run: ProfileRun, own_us: float | None = None) -> OverheadEvents:
-    """``events`` of ``run``'s steps, each gap less the time its thread spent off a CPU, of the steps no other
-    work on the machine stretched. ``own_us``: what a step spends off the CPU of its own accord, where known
-    better than from ``run`` (whose steps' waits at intra-op joins look the same to the kernel)."""
-    times_ms = run.steps.times_ms
-    off = timesplit.off_cpu_us(run.samples, times_ms)
-    own = timesplit.own_off_cpu_us(run.samples, times_ms) if own_us is None else [own_us] * len(off)
-    return events.on_cpu(off, [ms * 1e3 for ms in times_ms], own).only(timesplit.kept(run.samples))
 
 
 def analyse(spec: CaseSpec, measured: Measured, out_dir: Path, meta: ModelMeta) -> Analysed:
@@ -302,7 +278,7 @@ def analyse(spec: CaseSpec, measured: Measured, out_dir: Path, meta: ModelMeta) 
     # On a CPU the replayed steps, which join no intra-op threads, say what a step spends off the CPU of its
     # own accord; a real step's waits at joins are off the CPU too, and fall in its ops, not all in its gaps.
     own_us = None if warm is None else warm.own_off_cpu_us
-    events = events.only(timesplit.kept(light_run.samples)) if on_gpu else _on_cpu(events, light_run, own_us)
+    events = events.only(timesplit.kept(light_run.samples)) if on_gpu else light_run.on_cpu(events, own_us)
     threads = 1 if on_gpu else torch.get_num_threads()
     cold = measured.characterisation.cold_factor
     warmth = pricing.Warmth(cold) if warm is None else pricing.Warmth(cold, warm.gap_us, measured_gap_us)
