@@ -163,7 +163,8 @@ def test_under_a_users_torchrun_rank_0_writes_the_run_record(tmp_path: Path) -> 
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     (row,) = load_summary(tmp_path).rows
-    assert row.status == "ok" and row.variant == "ddp2" and row.step_time is not None and row.step_time.n == 5
+    assert row.status == "ok" and row.variant == "ddp2" and row.step_time is not None
+    assert 1 <= row.step_time.n <= 5, row.step_time  # steps other work stretched are left out (analyze.timesplit.kept)
     assert row.distributed is not None and row.distributed.world_size == 2
     assert all((tmp_path / rank.trace).is_file() for rank in row.distributed.ranks)
 
