@@ -134,6 +134,25 @@ class Scaling(Record):
 
 
 @dataclasses.dataclass(frozen=True)
+class Instructions(Record):
+    """Instructions a step executes, counted under valgrind's callgrind on one thread (``--instructions``).
+
+    A count does not move with load on the machine, so a comparison can call a change of 1% where wall time
+    sees 10%; it cannot see what runs the same instructions slower (memory stalls, threads, the GPU).
+    """
+
+    method: str = "callgrind"
+    per_step: float | None = json_field(default=None, bound=NON_NEGATIVE)  # median over the counted steps; None: not counted
+    spread_pct: float | None = json_field(default=None, bound=NON_NEGATIVE)  # (max - min) / median of the counted steps
+    steps: int | None = json_field(default=None, bound=NON_NEGATIVE)  # steps counted
+    reason: str | None = None  # why the case was not counted, where it was not
+
+    @property
+    def counted(self) -> bool:
+        return self.per_step is not None
+
+
+@dataclasses.dataclass(frozen=True)
 class Dispatch(Record):
     """The verdict and the evidence it rests on (how each figure is priced: ``analyze.pricing``)."""
 

@@ -35,6 +35,7 @@ from torchbenchmark.results.parts import (
     Distributed,
     GpuEvidence,
     GraphBreak,
+    Instructions,
     Measurement,
     OverheadBound,
     OverheadShare,
@@ -86,6 +87,7 @@ class CaseResult(Record):
     bound: OverheadBound | None = json_field(inline=True, default=None)  # what removing the overhead would buy
     attribution: Attribution | None = json_field(inline=True, default=None)  # where the overhead lives
     distributed: Distributed | None = json_field(omit_none=True, default=None)  # --ddp N only
+    instructions: Instructions | None = None  # --instructions only: the step's instructions, counted
     extra: dict[str, Any] = json_field(extra=True, default_factory=dict)  # keys this version does not know: kept
 
     def __post_init__(self) -> None:
@@ -170,7 +172,7 @@ def tally(rows: Any) -> str:
 __all__ = [
     "EAGER", "FAILURES", "MIN_CLEAN_FRACTION", "MIN_STEPS_FOR_SPREAD", "MODES", "OTHER_WORK_AT_PCT", "PHASES", "REGRESSIONS",
     "UNTRUSTWORTHY_IQR_FRACTION", "Accuracy", "Attribution", "Call", "CaseResult", "CompileReport", "Costs", "Dispatch",
-    "Distortion", "Distributed", "GpuEvidence", "GraphBreak", "Measurement", "OverheadBound", "OverheadShare", "RankFigures",
+    "Distortion", "Distributed", "GpuEvidence", "GraphBreak", "Instructions", "Measurement", "OverheadBound", "OverheadShare", "RankFigures",
     "Record", "RemedyReport", "Samples", "Scaling", "Status", "StepTime", "TimeSplit", "TopOp", "Traces", "Verdict", "Warmup",
     "enough_clean", "format_ms", "sort_rows", "tally",
 ]  # fmt: skip

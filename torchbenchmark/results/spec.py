@@ -115,6 +115,7 @@ class CaseSpec:
     world_size: int = 1  # ranks: above 1, a train case run as DistributedDataParallel (run.ddp)
     precision: str | None = None  # one of PRECISIONS; None: float32 (measure.precision)
     channels_last: bool = False  # the module and 4-D inputs in channels_last (measure.precision)
+    instructions: bool = False  # also count an eager CPU step's instructions under callgrind (measure.instructions)
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, str):
@@ -128,7 +129,7 @@ class CaseSpec:
         if not isinstance(self.device, str) or not self.device.strip():
             raise ValueError(f"device must be a string (cpu, cuda, cuda:N), got {self.device!r}")
         kinds = {"compile": ((Compile, type(None)), "Compile or None"), "budget": (Budget, "Budget"), "detailed": (bool, "bool")}
-        for name, (kind, shown) in {**kinds, "scaling": (bool, "bool")}.items():
+        for name, (kind, shown) in {**kinds, "scaling": (bool, "bool"), "instructions": (bool, "bool")}.items():
             if not isinstance(getattr(self, name), kind):
                 raise ValueError(f"{name} must be a {shown}, got {getattr(self, name)!r}")
         for name, least in (("top_ops", 0), ("world_size", 1)):
