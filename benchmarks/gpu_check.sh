@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CUDA-only checks in one go: the GPU-only tests (tests/test_cuda.py, marked gpu), then a short
+# The CUDA-only checks in one go: the GPU-only tests (tests/run/test_engine.py, marked gpu), then a short
 # CUDA sweep of four suite models, eager in both modes and compiled in GPU_CHECK_COMPILE_MODES (eager
 # only when diagnostics.py offers no --compile); then a table of their figures, appended to
 # benchmarks/RESULTS.md, and a check that every CUDA-only figure is there (the GPU evidence; allocator
@@ -34,7 +34,7 @@ failed=0
 "$PY" -c 'import torch; print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, {torch.cuda.get_device_name()}")'
 
 echo "== GPU-only tests"
-"$PY" -m pytest tests/test_cuda.py -m gpu -q -rs -p no:cacheprovider | tee "$OUT/gpu_tests.txt"
+"$PY" -m pytest tests/run/test_engine.py -m gpu -q -rs -p no:cacheprovider | tee "$OUT/gpu_tests.txt"
 [ "${PIPESTATUS[0]}" = 0 ] || failed=1
 
 common=(--models "$MODELS" --device "$DEVICE" --steps "$STEPS" --no-detailed --no-progress --timeout 240)

@@ -64,7 +64,7 @@ def main(argv: list[str]) -> int:
     if args.command:
         notes.append(f"made by: `{args.command}`")
     if args.tests:
-        notes.append(f"GPU-only tests (tests/test_cuda.py -m gpu): {args.tests}")
+        notes.append(f"GPU-only tests (tests/run/test_engine.py -m gpu): {args.tests}")
     if not set(costs) & set(COSTS):
         notes.append("These rows carry no cost figures (FLOP/s, peak memory): this diagnostics.py predates them.")
     notes += [f"CHECK FAILED: {failure}" for failure in failures] or ["Every ok row has every CUDA-only figure."]

@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 from tabulate import tabulate
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: benchmarks._report, tests.synthetic_models
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: benchmarks._report, tests.helpers.synthetic_models
 
 from benchmarks._report import interleaved, median_of_ratios, ratio_of_medians, record
 from torchbenchmark import load_model
@@ -36,7 +36,7 @@ STEP_BUDGET_S = 1.0  # time per variant per round; sets the step count of each m
 
 def build(name: str) -> object:
     if name == "many_tiny_ops":
-        from tests.synthetic_models import ManyTinyOps
+        from tests.helpers.synthetic_models import ManyTinyOps
 
         return ManyTinyOps(device="cpu")
     return load_model(name, device="cpu")

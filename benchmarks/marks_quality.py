@@ -35,7 +35,7 @@ CASES = (
     "soft_actor_critic train",
     "soft_actor_critic eval",
     "dlrm eval",
-    f"{ROOT / 'tests' / 'synthetic_models.py'}:ManyTinyOps eval",
+    f"{ROOT / 'tests' / 'helpers' / 'synthetic_models.py'}:ManyTinyOps eval",
 )
 
 

@@ -7,7 +7,7 @@ in docs/models.md, between its ``figures`` marks.
 The published figures and the reasons come from each model's metadata (``ModelMeta.published``) and, for
 torchvision's models, from torchvision's weights metadata (its ``_ops`` counts a multiply-add once, so
 the table doubles it). FLOPs are counted by the suite's own counter on batch 1, a multiply-add as 2.
-tests/test_references.py holds the models to the same figures.
+tests/models/test_references.py holds the models to the same figures.
 """
 
 from __future__ import annotations

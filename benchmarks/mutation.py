@@ -32,20 +32,20 @@ PACKAGE = "torchbenchmark"
 # Module (its dotted path under torchbenchmark/) -> the pytest arguments that select its tests: the unit
 # tests that hold its figures and rules, not the end-to-end ones that reach it too (they would run for
 # every mutant).
-_PRICING_TESTS = ("tests/test_dispatch.py", "-k", "not many_tiny_ops and not few_large_matmuls")
-_REPORT_TESTS = ("tests/test_summary.py", "tests/test_compare.py", "-k", "not end_to_end")  # compare's tables too
-_COMPARE_TESTS = ("tests/test_compare.py", "-k", "not end_to_end")
+_PRICING_TESTS = ("tests/analyze/test_pricing.py", "-k", "not many_tiny_ops and not few_large_matmuls")
+_REPORT_TESTS = ("tests/report/test_summary.py", "tests/analyze/test_compare.py", "-k", "not end_to_end")  # compare's tables too
+_COMPARE_TESTS = ("tests/analyze/test_compare.py", "-k", "not end_to_end")
 TESTS: dict[str, tuple[str, ...]] = {
-    "analyze.stats": ("tests/test_stats.py",),
-    "measure.harness": ("tests/test_harness.py",),
-    "results.spec": ("tests/test_harness.py",),
+    "analyze.stats": ("tests/analyze/test_stats.py",),
+    "measure.harness": ("tests/measure/test_harness.py",),
+    "results.spec": ("tests/measure/test_harness.py",),
     "analyze.pricing": _PRICING_TESTS,
     "analyze.verdict": _PRICING_TESTS,
     "measure.calibration": _PRICING_TESTS,
-    "analyze.trace": ("tests/test_trace_analysis.py",),
-    "analyze.steps": ("tests/test_trace_analysis.py",),
-    "analyze.overhead": ("tests/test_overhead_events.py",),
-    "analyze.comm": ("tests/test_distributed.py", "-m", "not slow"),
+    "analyze.trace": ("tests/analyze/test_trace.py",),
+    "analyze.steps": ("tests/analyze/test_trace.py",),
+    "analyze.overhead": ("tests/analyze/test_overhead.py",),
+    "analyze.comm": ("tests/run/test_ddp.py", "-m", "not slow"),
     "checks": ("tests/test_checks.py",),
     "report.summary": _REPORT_TESTS,
     "report.format": _REPORT_TESTS,

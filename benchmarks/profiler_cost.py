@@ -26,7 +26,7 @@ import torch
 from tabulate import tabulate
 from torch.profiler import ProfilerActivity, profile, schedule
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: benchmarks._report, tests.synthetic_models
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: benchmarks._report, tests.helpers.synthetic_models
 
 from benchmarks._report import interleaved, median_of_ratios, ratio_of_medians, record
 from benchmarks.harness_overhead import build, harness_median_ms

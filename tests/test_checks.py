@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from tests import tiny_models as tm
+from tests.helpers import tiny_models as tm
 from torchbenchmark import checks
 from torchbenchmark.checks import ContractViolation
 

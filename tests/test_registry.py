@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.templates import is_metadata_only
 from torchbenchmark import BatchSizes, BenchmarkModel, ModelMeta, UnknownModelError, list_models, load_model, model_class
 from torchbenchmark.models.nlp import HuggingFaceModel
 from torchbenchmark.models.vision_classification import TorchVisionClassifier
@@ -60,18 +61,10 @@ def test_an_unannotated_model_must_say_why() -> None:
     assert ModelMeta(name="quiet", family="test", batch_sizes=BatchSizes.same(cpu=1, cuda=1), annotated=False, note="a GAN").note
 
 
-def _is_metadata_only(cls: type, template: type) -> bool:
-    """A subclass made by a template's factory: the template as its only base, and no behaviour of its own."""
-    own = {key: value for key, value in vars(cls).items() if not key.startswith("__")}
-    return cls.__bases__ == (template,) and not any(
-        callable(value) or isinstance(value, (staticmethod, classmethod, property)) for value in own.values()
-    )
-
-
 @pytest.mark.parametrize("name", sorted(TORCHVISION_CLASSIFIERS))
 def test_every_torchvision_classifier_is_built_by_the_one_template(name: str) -> None:
     cls = model_class(name)
-    assert _is_metadata_only(cls, TorchVisionClassifier), f"{name} must be a classifier(...) entry, not hand-written"
+    assert is_metadata_only(cls, TorchVisionClassifier), f"{name} must be a classifier(...) entry, not hand-written"
 
 
 def test_no_other_vision_classifier_escapes_the_template() -> None:
@@ -84,14 +77,14 @@ def test_template_check_catches_a_hand_written_classifier() -> None:
         def loss(self, inputs):  # type: ignore[no-untyped-def]
             return super().loss(inputs)
 
-    assert not _is_metadata_only(HandWritten, TorchVisionClassifier)
+    assert not is_metadata_only(HandWritten, TorchVisionClassifier)
 
 
 def test_transformers_language_models_share_their_template() -> None:
     for name in list_models():
         cls = model_class(name)
         if cls.meta.family == "nlp":
-            assert _is_metadata_only(cls, HuggingFaceModel), name
+            assert is_metadata_only(cls, HuggingFaceModel), name
 
 
 @pytest.mark.slow
@@ -113,13 +106,13 @@ def test_unknown_name_suggests_the_closest() -> None:
 
 
 def test_plugins_resolve_from_a_file_or_a_module() -> None:
-    from tests.tiny_models import TinyMLP
+    from tests.helpers.tiny_models import TinyMLP
 
-    by_file = model_class(f"{ROOT / 'tests' / 'tiny_models.py'}:TinyMLP")
+    by_file = model_class(f"{ROOT / 'tests' / 'helpers' / 'tiny_models.py'}:TinyMLP")
     assert by_file.meta.name == "tiny_mlp" and by_file.__name__ == "TinyMLP"
-    assert model_class("tests.tiny_models:TinyMLP") is TinyMLP
+    assert model_class("tests.helpers.tiny_models:TinyMLP") is TinyMLP
     with pytest.raises(UnknownModelError, match="has no class 'Nope'"):
-        model_class("tests.tiny_models:Nope")
+        model_class("tests.helpers.tiny_models:Nope")
     with pytest.raises(UnknownModelError, match="no such file"):
         model_class("tests/missing.py:TinyMLP")
     with pytest.raises(UnknownModelError, match="no module named"):

@@ -51,7 +51,7 @@ class BatchSizes:
 class Published:
     """A model's figures as its source publishes them, and how the suite's workload differs from that one.
 
-    ``tests/test_references.py`` holds each model to them, and ``docs/models.md`` sets them side by side.
+    ``tests/models/test_references.py`` holds each model to them, and ``docs/models.md`` sets them side by side.
     FLOPs count a multiply-add as 2, as the suite's counter does.
     """
 

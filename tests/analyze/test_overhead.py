@@ -1,0 +1,173 @@
+"""Sorting a trace's op events into the kinds the dispatch verdict prices, and its Python gaps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from torch.profiler import profile, record_function
+
+from torchbenchmark.analyze.overhead import (
+    PRICED_KINDS,
+    overhead_events,
+    overhead_events_of_trace,
+    time_steps_per_call,
+)
+
+REAL_TRACE = Path(__file__).resolve().parents[1] / "data" / "tiny_mlp_train.pt.trace.json.gz"
+NODE = "autograd::engine::evaluate_function: MulBackward0"
+
+
+def _x(name: str, ts: float, dur: float, tid: int = 1, cat: str = "cpu_op") -> dict:
+    return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": tid}
+
+
+def _step(index: int, start: float, dur: float = 50.0) -> dict:
+    return _x(f"ProfilerStep#{index}", start, dur, cat="user_annotation")
+
+
+def _kinds(**counts: int) -> dict[str, int]:
+    """Every priced kind's count: those given, 0 for the rest."""
+    return {kind: counts.get(kind, 0) for kind in PRICED_KINDS}
+
+
+def _one_step(offset: float = 0.0) -> list[dict]:
+    """A step [0, 50): a call with nested ops, two autograd nodes back to back, another call."""
+    return [
+        _x("aten::linear", offset + 2, 10),  # call; gap 2 before it
+        _x("aten::t", offset + 3, 1),  # nested
+        _x("aten::addmm", offset + 5, 6),  # nested
+        _x("aten::empty", offset + 6, 1),  # nested in a nested op
+        _x(NODE, offset + 20, 10),  # autograd; gap 8 before it: entering the engine is Python's
+        _x("MulBackward0", offset + 21, 8),  # nested: the node's function
+        _x("aten::mul", offset + 22, 6),  # nested: dispatched by the node's function
+        _x(NODE, offset + 32, 3),  # autograd; the gap of 2 between two nodes is the engine's
+        _x("aten::add", offset + 40, 1),  # call; gap 5 before it, and 9 after it to the step's end
+    ]
+
+
+def test_kinds_and_python_gap_of_a_hand_made_step() -> None:
+    counted = overhead_events([_step(1, 0.0), *_one_step()])
+    assert counted.steps == 1
+    assert counted.events_per_step == (_kinds(call=2, nested=5, autograd=2),)
+    assert counted.python_gap_us_per_step == (pytest.approx(2 + 8 + 5 + 9),)
+
+
+def test_each_step_on_its_own_thread_and_nothing_outside_the_steps() -> None:
+    events = [
+        _step(1, 0.0),
+        *_one_step(),
+        _step(2, 100.0),
+        *_one_step(100.0),
+        _x("aten::add", 60, 1),  # between the steps: in no step
+        _x("aten::add", 110, 1, tid=2),  # another thread: not the step's
+    ]
+    counted = overhead_events(events)
+    assert counted.steps == 2
+    assert counted.mean_events("call") == 2
+    assert counted.mean_events("autograd") == 2
+    assert counted.median_python_gap_us == pytest.approx(24)
+
+
+def test_a_step_with_no_op_is_all_python_gap() -> None:
+    counted = overhead_events([_step(1, 0.0, dur=7.5)])
+    assert counted.events_per_step == (_kinds(),)
+    assert counted.python_gap_us_per_step == (7.5,)
+
+
+def test_a_trace_without_steps_is_refused() -> None:
+    with pytest.raises(ValueError, match="ProfilerStep"):
+        overhead_events([_x("aten::add", 0, 1)])
+
+
+def test_real_trace_kinds_add_up_to_its_op_events() -> None:
+    counted = overhead_events_of_trace(REAL_TRACE)
+    assert counted.steps == 2
+    per_step = {kind: counted.mean_events(kind) for kind in ("call", "nested", "autograd")}
+    assert sum(per_step.values()) == 134  # summarize_trace's ops_per_step for this trace
+    assert per_step["autograd"] > 0 and per_step["nested"] > 0
+    assert all(0 < gap < 33_528 for gap in counted.python_gap_us_per_step)  # within the 33.5 ms step
+
+
+def test_least_python_gap_takes_each_gap_at_its_least_over_the_steps() -> None:
+    # Two steps of one call each; a preemption lengthens the gap before the call in step 1 and the
+    # gap after it in step 2, so each step's total is 40 but no single gap was long in both.
+    events = [
+        _step(1, 0.0, dur=50.0),
+        _x("aten::add", 35, 5),  # gaps 35 before, 10 after
+        _step(2, 100.0, dur=50.0),
+        _x("aten::add", 105, 5),  # gaps 5 before, 40 after
+    ]
+    counted = overhead_events(events)
+    assert counted.python_gap_us_per_step == (pytest.approx(45), pytest.approx(45))
+    assert counted.least_python_gap_us == pytest.approx(5 + 10)
+
+
+def _rnn_layer(name: str, ts: float, dur: float, time_steps: int | None = None) -> dict:
+    event = _x(name, ts, dur)
+    if time_steps is not None:  # as a trace that recorded shapes holds them: (time, batch, features) first
+        event["args"] = {"Input Dims": [[time_steps, 20, 200], [800, 200], [800, 200], [800], [800], [20, 200], [20, 200], []]}
+    return event
+
+
+def test_an_rnn_layer_counts_under_its_kind_and_its_set_up_kind() -> None:
+    step = [
+        _step(1, 0.0, dur=400.0),
+        _x("aten::lstm", 10, 300),  # call
+        _rnn_layer("aten::mkldnn_rnn_layer", 20, 100),  # nested, and rnn set-up
+        _rnn_layer("aten::mkldnn_rnn_layer", 150, 100),
+        _x(NODE, 320, 60),  # autograd
+        _rnn_layer("aten::mkldnn_rnn_layer_backward", 330, 40),  # nested, and its backward's set-up
+    ]
+    counted = overhead_events(step)
+    assert counted.events_per_step == (_kinds(call=1, nested=3, autograd=1, rnn=2, rnn_backward=1),)
+    # The light trace holds no shapes: the time steps are counted from the detailed one's.
+    stepped = counted.with_time_steps({"rnn": 35.0, "rnn_backward": 35.0})
+    assert stepped.mean_events("rnn_step") == 70 and stepped.mean_events("rnn_backward_step") == 35
+    assert stepped.mean_events("rnn") == 2 and stepped.python_gap_us_per_step == counted.python_gap_us_per_step
+
+
+def test_time_steps_per_call_read_from_a_trace_that_recorded_shapes() -> None:
+    events = [
+        _rnn_layer("aten::mkldnn_rnn_layer", 0, 10, time_steps=35),
+        _rnn_layer("aten::mkldnn_rnn_layer", 20, 10, time_steps=5),
+        _rnn_layer("aten::mkldnn_rnn_layer_backward", 40, 10),  # no shapes recorded: not known
+        _x("aten::addmm", 60, 1),
+    ]
+    assert time_steps_per_call(events) == {"rnn": 20.0}
+    packed = _rnn_layer("aten::mkldnn_rnn_layer", 0, 10)
+    packed["args"] = {"Input Dims": [[700, 200], [800, 200]]}  # a packed sequence: its time steps are unknown
+    assert time_steps_per_call([packed]) == {}
+
+
+def test_an_lstms_trace_and_its_shapes_give_its_time_steps(tmp_path: Path) -> None:
+    """A real nn.LSTM run on oneDNN: the light trace counts its layers, the shaped trace their time steps."""
+    lstm, sequence = torch.nn.LSTM(3, 4, num_layers=2, batch_first=True), torch.ones(5, 7, 3)  # 7 time steps
+    paths = {}
+    for name, shapes in (("light", False), ("shaped", True)):
+        with profile(record_shapes=shapes) as prof:
+            for index in range(2):
+                with record_function(f"ProfilerStep#{index}"):
+                    lstm(sequence)[0].sum().backward()
+        paths[name] = tmp_path / f"{name}.json"
+        prof.export_chrome_trace(str(paths[name]))
+    light = overhead_events_of_trace(paths["light"])
+    assert light.mean_events("rnn") == 2 and light.mean_events("rnn_backward") == 2  # a layer each, both ways
+    assert light.mean_events("rnn_step") == 0  # no shapes: no time steps
+    both = overhead_events_of_trace(paths["light"], shapes_path=paths["shaped"])
+    assert both.mean_events("rnn_step") == 14 and both.mean_events("rnn_backward_step") == 14
+
+
+def test_a_onednn_convolution_counts_under_its_kind_and_its_set_up_kind_with_no_time_steps() -> None:
+    step = [
+        _step(1, 0.0, dur=400.0),
+        _x("aten::conv1d", 10, 300),  # call
+        _x("aten::convolution", 12, 290),  # nested
+        _x("aten::mkldnn_convolution", 20, 250),  # nested, and conv set-up
+    ]
+    counted = overhead_events(step)
+    assert counted.events_per_step == (_kinds(call=1, nested=2, conv=1),)
+    # Shapes that look like an RNN's (three dimensions) give a convolution no time steps.
+    shaped = _rnn_layer("aten::mkldnn_convolution", 20, 250, time_steps=35)
+    assert time_steps_per_call([shaped]) == {}

@@ -1,8 +1,0 @@
-"""A plug-in file whose import never finishes."""
-
-import time
-
-from tests.faulty_models import Healthy as HangsAtImport  # noqa: F401
-
-while True:
-    time.sleep(60)

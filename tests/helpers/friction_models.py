@@ -1,0 +1,87 @@
+"""Plug-ins for what a newcomer meets: a case long enough to watch its progress, and a CPU-only model file.
+
+``SlowCase`` spends most of its time asleep (cheap on a busy machine): building takes
+``$FRICTION_BUILD_S`` seconds (30 by default), and each eval step ``STEP_S``. ``CpuOnly`` declares only
+its CPU batch sizes, as a model written on a machine without a GPU does. The DDP models fail in one rank.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+from tests.helpers import tiny_models
+from torchbenchmark.contract import BatchSizes, BenchmarkModel, ModelMeta
+
+BUILD_ENV = "FRICTION_BUILD_S"
+STEP_S = 0.25
+
+
+class SlowCase:
+    """A plain-contract model whose build and steps are slow, asleep: a case of about a minute."""
+
+    name = "slow_case"
+
+    def __init__(self, device: str = "cpu", batch_size: int | None = None) -> None:
+        time.sleep(float(os.environ.get(BUILD_ENV, "30")))
+        torch.manual_seed(0)
+        self.net = nn.Linear(8, 8).to(device)
+        self.x = torch.randn(batch_size or 2, 8, device=device)
+
+    def train(self, niter: int = 1, step_fn: Callable[[], None] | None = None) -> None:
+        raise NotImplementedError("the slow case only evaluates")
+
+    def eval(self, niter: int = 1, step_fn: Callable[[], None] | None = None) -> None:
+        with torch.no_grad():
+            for _ in range(niter):
+                self.net(self.x)
+                time.sleep(STEP_S)
+                if step_fn is not None:
+                    step_fn()
+
+
+class CpuOnly(BenchmarkModel):
+    """Batch sizes for the CPU only: on CUDA it takes the same ones."""
+
+    meta = ModelMeta(name="cpu_only", family="test", batch_sizes=BatchSizes(cpu_train=4, cpu_eval=8))
+
+    def build(self) -> nn.Module:
+        return nn.Linear(4, 2)
+
+    def make_inputs(self, batch_size: int, mode: str, generator: torch.Generator) -> Any:
+        return torch.randn(batch_size, 4, generator=generator)
+
+    def loss(self, inputs: Any) -> torch.Tensor:
+        return self.module(inputs).square().mean()
+
+
+class RankOneCrashes(tiny_models.RankOneSegfaults):
+    """Rank 1 dies of SIGSEGV in its fourth train step (named apart, to share a sweep with the one below)."""
+
+    meta = dataclasses.replace(tiny_models.TinyMLP.meta, name="rank_one_crashes")
+
+
+class RankOneStalls(tiny_models.RankOneHangs):
+    """Rank 1 never finishes building the model."""
+
+    meta = dataclasses.replace(tiny_models.TinyMLP.meta, name="rank_one_stalls")
+
+
+class RankOneKilled(tiny_models.TinyMLP):
+    """Rank 1 is killed by SIGKILL (as the kernel kills a process out of memory) in its fourth train step."""
+
+    meta = dataclasses.replace(tiny_models.TinyMLP.meta, name="rank_one_killed")
+
+    def train(self, niter: int = 1, step_fn: Any = None) -> None:
+        if os.environ.get("RANK") == "1":
+            self.steps_taken = getattr(self, "steps_taken", 0) + niter
+            if self.steps_taken > 3:
+                os.kill(os.getpid(), signal.SIGKILL)
+        super().train(niter, step_fn)

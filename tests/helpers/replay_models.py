@@ -1,0 +1,64 @@
+"""Plain-contract plug-ins for the warm replay: one whose glue runs after large ops, one whose step checks a value,
+one through an LSTM."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from tests.helpers.plain_plugins import PlainModel
+
+
+class GlueAfterLargeOps(PlainModel):
+    """Module calls between matrix products large enough to leave the caches cold."""
+
+    name = "glue_after_large_ops"
+
+    def __init__(self, device: str = "cpu", batch_size: int | None = None) -> None:
+        super().__init__(device, batch_size)
+        self.net = nn.Sequential(*(nn.Sequential(nn.Linear(512, 512), nn.Identity(), nn.ReLU()) for _ in range(4))).to(device)
+        self.optimizer = torch.optim.SGD(self.net.parameters(), lr=0.1)
+        self.x = torch.randn(batch_size or 256, 512, device=device)
+
+
+class ChecksItsValues:
+    """A step that counts in a tensor and checks the count: replayed, the count stands still and the check fails."""
+
+    name = "checks_its_values"
+
+    def __init__(self, device: str = "cpu", batch_size: int | None = None) -> None:
+        self.count = torch.zeros((), device=device)
+        self.expected = 0
+        self.x = torch.randn(batch_size or 64, 64, device=device)
+
+    def train(self, niter: int = 1, step_fn: Callable[[], None] | None = None) -> None:
+        self.eval(niter, step_fn)
+
+    def eval(self, niter: int = 1, step_fn: Callable[[], None] | None = None) -> None:
+        for _ in range(niter):
+            (self.x @ self.x).relu()
+            self.count.add_(1)
+            self.expected += 1
+            if int(self.count) != self.expected:
+                raise RuntimeError(f"counted {int(self.count)} steps, ran {self.expected}")
+            if step_fn is not None:
+                step_fn()
+
+
+class SmallLSTM(PlainModel):
+    """A step through a two-layer LSTM of width 4 over 16 time steps: oneDNN's RNN layer, one call a layer."""
+
+    name = "small_lstm"
+
+    def __init__(self, device: str = "cpu", batch_size: int | None = None) -> None:
+        torch.manual_seed(0)
+        self.net = nn.LSTM(4, 4, num_layers=2, batch_first=True).to(device)
+        self.x = torch.randn(batch_size or 2, 16, 4, device=device)
+
+    def train(self, niter: int = 1, step_fn: Callable[[], None] | None = None) -> None:
+        for _ in range(niter):
+            self.net(self.x)[0].sum().backward()
+            if step_fn is not None:
+                step_fn()

@@ -1,0 +1,44 @@
+"""The HTA example in docs/traces-and-hta.md runs as written on a trace the suite wrote, and keeps every step.
+
+Skipped where Holistic Trace Analysis is not installed (it is not a dependency: ``pip install
+HolisticTraceAnalysis psutil``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.tiny_models import TinyMLP
+from torchbenchmark.api import collect_diagnostics
+from torchbenchmark.results.spec import Budget
+
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "traces-and-hta.md"
+
+
+def first_python_block(path: Path) -> str:
+    block = re.search(r"```python\n(.*?)```", path.read_text(encoding="utf-8"), re.S)
+    assert block, f"{path.name} has no python block"
+    return block.group(1)
+
+
+@pytest.mark.slow
+def test_the_documented_hta_example_reads_every_profiled_step(tmp_path: Path) -> None:
+    pytest.importorskip("hta.trace_analysis")
+    result = collect_diagnostics(TinyMLP, "train", out_dir=tmp_path, budget=Budget(steps=3), detailed=False)
+    assert result.status == "ok", result.error
+    trace = tmp_path / result.traces.light
+    code = first_python_block(PAGE)
+    assert 'trace_dir="traces/resnet50"' in code and "include_last_profiler_step=True" in code
+    code = code.replace('"traces/resnet50"', repr(str(trace.parent))).replace('"train-cpu.pt.trace.json.gz"', repr(trace.name))
+    scope: dict = {}
+    exec(compile(code, str(PAGE), "exec"), scope)  # the page's example, on this trace
+    top = scope["events"].assign(name=scope["events"]["name"].map(scope["names"].__getitem__)).groupby("name")["dur"].sum()
+    with gzip.open(trace, "rt") as file:
+        recorded = {e["name"] for e in json.load(file)["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep#")}
+    read = {name for name in top.index if str(name).startswith("ProfilerStep#")}
+    assert read == recorded and len(read) >= 2  # the last step too

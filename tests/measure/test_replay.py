@@ -1,0 +1,150 @@
+"""The warm replay (``measure.replay``): a step's own Python, run with no kernel, and how the estimate takes it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.helpers.plain_plugins import PlainModel
+from tests.helpers.pricing import PRICES, _events
+from torchbenchmark.analyze import pricing
+from torchbenchmark.analyze.stats import StepStats
+from torchbenchmark.analyze.trace import load_events
+from torchbenchmark.measure import replay
+from torchbenchmark.measure.profiling import ProfileRun
+
+ROOT = Path(__file__).resolve().parents[2]
+PLUGINS = ROOT / "tests" / "helpers" / "replay_models.py"
+
+
+def test_a_replayed_op_returns_what_it_returned_without_computing() -> None:
+    a, b = torch.ones(64, 64), torch.ones(64, 64)
+    with replay.Replay() as mode:
+        first = a @ b
+        a.add_(1.0)  # recorded: it wrote a
+        a.add_(1.0)  # replayed: it hands back a and writes nothing
+        again = a @ b  # replayed: the product of the ones
+        other = a[:8] @ b  # another layout: computed
+    assert torch.equal(a, torch.full((64, 64), 2.0))
+    assert torch.equal(again, first) and again is not first and again[0, 0] == 64
+    assert other[0, 0] == 2 * 64
+    assert mode.held_bytes >= 2 * 64 * 64 * 4
+
+
+def test_a_replayed_train_step_runs_backward_and_the_optimizer_in_place() -> None:
+    net = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    x = torch.randn(4, 8)
+    with replay.Replay():
+        for _ in range(3):
+            optimizer.zero_grad()
+            net(x).sum().backward()
+            optimizer.step()
+    assert all(p.grad is not None for p in net.parameters())
+
+
+def test_a_replay_that_would_hold_too_much_or_run_too_long_is_abandoned() -> None:
+    with pytest.raises(replay.Abandoned, match="hold more than"), replay.Replay(max_bytes=1 << 20):
+        torch.ones(1 << 19) + 1  # 2 MB
+    with pytest.raises(replay.Abandoned, match="deadline"), replay.Replay(deadline_s=0.0):
+        torch.ones(4) + 1
+
+
+def test_replayed_sessions_are_traced_as_real_steps_their_annotations_and_all(tmp_path: Path) -> None:
+    """Each session's trace holds its profiler steps and the step's own ``record_function`` ranges: the
+    profiler's ops run under the replay, and only the model's are handed back."""
+
+    class Annotated(PlainModel):
+        def eval(self, niter: int = 1, step_fn: Callable[[], None] | None = None) -> None:
+            with torch.no_grad():
+                for _ in range(niter):
+                    with torch.profiler.record_function("## forward ##"):
+                        self.net(self.x)
+                    if step_fn is not None:
+                        step_fn()
+
+    paths = [tmp_path / f"session{i}.pt.trace.json.gz" for i in range(replay.SESSIONS)]
+    runs = replay.replayed_profiles(Annotated(), "eval", paths, replay.Replay())
+    assert [run.trace_path for run in runs] == paths
+    for run in runs:
+        names = [event.get("name", "") for event in load_events(run.trace_path)]
+        assert sum(name.startswith("ProfilerStep#") for name in names) == run.steps.n
+        assert names.count("## forward ##") == run.steps.n
+        assert "aten::linear" in names  # the op's own event is there; its kernel did not run
+
+
+def test_the_warm_gap_counts_where_it_is_below_the_gap_over_the_cold_factor() -> None:
+    calibration = pricing.Calibration(repeats=(PRICES,))
+    events = _events(10, 0, 0, (400.0,))
+    warm = pricing.estimate(events, calibration, step_ms=10.0, warmth=pricing.Warmth(2.0, 100.0))
+    assert warm.python_us == pytest.approx(100 - 10 * 0.5)
+    assert warm.cold == pytest.approx(4.0)  # the factor the warm gap comes to: 400 over 100
+    assert warm.interval[1] == pytest.approx((10 * 1.0 + 400 - 5) / 10_000)  # the top takes the gap as measured
+    above = pricing.estimate(events, calibration, step_ms=10.0, warmth=pricing.Warmth(2.0, 300.0))
+    assert above.python_us == pytest.approx(400 / 2 - 10 * 0.5) and above.cold == pytest.approx(2.0)
+
+
+def test_the_replayed_gap_is_held_to_the_gap_as_measured_not_to_what_a_guess_left_of_it() -> None:
+    """A profiled step at two threads whose waits at joins were taken out of its gaps leaves 40 µs of a 400 µs
+    gap: the replayed steps, which join no threads, say 100; the gap as measured, 200 warm, allows it."""
+    warmth = pricing.Warmth(cold=2.0, replayed_gap_us=100.0, measured_gap_us=400.0)
+    assert warmth.warm_gap_us(40.0) == pytest.approx(100.0)
+    priced = pricing.estimate(_events(10, 0, 0, (40.0,)), pricing.Calibration(repeats=(PRICES,)), step_ms=10.0, warmth=warmth)
+    assert priced.cold == pytest.approx(4.0)  # the gap as measured over the warm gap: never below 1
+    assert priced.interval[1] >= priced.fraction  # the top holds the warm gap the estimate counts
+    assert pricing.Warmth(cold=2.0, replayed_gap_us=300.0, measured_gap_us=400.0).warm_gap_us(40.0) == pytest.approx(200.0)
+    assert pricing.Warmth(cold=2.0).warm_gap_us(40.0) == pytest.approx(20.0)  # no replay: the gap less its time off the CPU
+
+
+def test_a_real_steps_waits_at_joins_leave_its_gaps_by_share_when_the_replay_spent_nothing_off_the_cpu() -> None:
+    """Two 1 ms steps with 100 µs of gap each, whose thread slept 600 µs at intra-op joins, no thread waiting
+    for a CPU: read from the real steps alone, the sleep looks like the step's own and takes the whole gap; the
+    replayed steps, which join no threads, spent nothing off the CPU, so the gaps give up only their share
+    of it, a tenth."""
+    run = ProfileRun("light", StepStats((1.0, 1.0)), Path("unread"), 0.0, 0.0, samples=((1_000_000, 400_000, 0, 0),) * 2)
+    events = _events(0, 0, 0, (100.0, 100.0))
+    assert run.on_cpu(events).python_gap_us_per_step == (0.0, 0.0)
+    assert run.on_cpu(events, own_us=0.0).python_gap_us_per_step == pytest.approx((40.0, 40.0))
+    assert run.on_cpu(events, own_us=600.0).python_gap_us_per_step == (0.0, 0.0)  # a sleep the replay saw too
+
+
+@pytest.mark.slow
+def test_a_sweep_replays_an_eager_cpu_step_and_keeps_a_row_for_one_that_refuses(tmp_path: Path) -> None:
+    """A plain-contract step replays; one that checks its values (which a replay does not keep) is still a row,
+    priced with the cold factor alone."""
+    specs = ",".join(f"{PLUGINS}:{name}" for name in ("GlueAfterLargeOps", "ChecksItsValues"))
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "diagnostics.py"), "--models", specs, "--modes", "eval", "--device", "cpu", "--threads", "1",
+         "--steps", "5", "--no-detailed", "--no-progress", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = {r["model"]: r for r in json.loads((tmp_path / "summary.json").read_text())["results"]}
+    glue, checks = rows["glue_after_large_ops"], rows["checks_its_values"]
+    assert glue["status"] == "ok" and checks["status"] == "ok", (glue["error"], checks["error"])
+    assert glue["dispatch"]["warm_gap_us"] > 0
+    assert checks["dispatch"]["warm_gap_us"] is None
+    assert "no warm replay, the cold factor alone stands: RuntimeError: counted" in (tmp_path / checks["log"]).read_text()
+    assert not list(tmp_path.rglob(".*replay*"))  # the replayed steps' trace is not left behind
+
+
+@pytest.mark.slow
+def test_an_rnn_step_at_two_threads_has_its_time_steps_priced_at_two(tmp_path: Path) -> None:
+    """An eval step through an LSTM at two threads: the replay sees the RNN calls, so a time step is timed at
+    two threads as well as one and its price counts the difference; the row says how long that took."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "diagnostics.py"), "--models", f"{PLUGINS}:SmallLSTM", "--modes", "eval", "--device", "cpu",
+         "--threads", "2", "--steps", "5", "--no-detailed", "--no-progress", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    (row,) = json.loads((tmp_path / "summary.json").read_text())["results"]
+    assert row["status"] == "ok", row["error"]
+    assert row["dispatch"]["warm_gap_us"] > 0 and row["timings_s"]["rnn threads"] > 0
+    assert "an RNN time step costs" in (tmp_path / row["log"]).read_text()
