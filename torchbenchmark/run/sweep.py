@@ -15,14 +15,14 @@ import os
 import signal
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from torchbenchmark.analyze.costs import with_peak
 from torchbenchmark.analyze.pooling import combine_repeats
 from torchbenchmark.measure.environment import check_device, check_ranks, collect_environment
-from torchbenchmark.measure.peak import measure_peak
+from torchbenchmark.measure.peak import MachinePeak, measure_peak
 from torchbenchmark.measure.schedstat import busy_machine
 from torchbenchmark.registry import is_plugin_spec, list_models, unknown_model_message
 from torchbenchmark.results.records import RunRecord, RunState, new_run_id, timestamp
@@ -89,6 +89,19 @@ class SweepOptions:
         """What shapes every case's figures: shards of one sweep must agree on all of it to be merged."""
         recast = {"precisions": list(self.precisions), "channels_last": self.channels_last} if self.precisions or self.channels_last else {}
         return {**self.case.flags(), "repeat": self.repeat, "compile": dataclasses.asdict(self.compile) if self.compile else None, **recast}
+
+
+@dataclasses.dataclass(frozen=True)
+class Machinery:
+    """What a sweep calls on to run its cases and size them: the real parts by default.
+
+    A test passes its own (a runner that writes a row, a fixed peak) to run a sweep in its own process.
+    """
+
+    run_case: Callable[..., CaseResult] = case_process.run_case  # (spec, name, out_dir, on_phase) -> the case's row
+    measure_peak: Callable[..., MachinePeak] = measure_peak  # (device, threads, dtype=...) -> the machine's peak
+    busy_machine: Callable[[int], str | None] = busy_machine  # (threads) -> why the machine is too busy, or None
+    case_costs: Callable[[], dict[tuple[str, str], float]] = shard.reference_costs  # what --shard balances by
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,7 +179,10 @@ def names_of(models: Sequence[str], probes: dict[str, PluginProbe]) -> dict[str,
 
 
 def run_sweep(
-    models: Sequence[str | type] | str, modes: Sequence[str] | str = MODES, options: SweepOptions = SweepOptions()
+    models: Sequence[str | type] | str,
+    modes: Sequence[str] | str = MODES,
+    options: SweepOptions = SweepOptions(),
+    machinery: Machinery = Machinery(),
 ) -> SweepOutcome:
     """Run every model x mode (x variant), each in its own process, writing traces, logs, a run record and views.
 
@@ -197,19 +213,19 @@ def run_sweep(
     shard_info: dict[str, Any] = {}
     if options.shard is not None:  # every variant of a model and mode goes to the same shard
         pairs = list(dict.fromkeys((names[spec.model], spec.mode) for spec in cases))
-        mine = set(shard.select(pairs, options.shard, shard.reference_costs()))
+        mine = set(shard.select(pairs, options.shard, machinery.case_costs()))
         shard_info = {"shard": {"index": options.shard.index, "count": options.shard.count, "of_cases": len(pairs)}}
         cases = [spec for spec in cases if (names[spec.model], spec.mode) in mine]
     earlier = outdir.earlier_records(out_dir) if out_dir.is_dir() else []  # strict: a bad record stops us here
     outdir.make(out_dir)
     with outdir.locked(out_dir):
         outdir.remove_stale(out_dir)
-        _say_if_busy(options.case.threads)  # once every check has passed: a refusal is one line
-        sweep = _Sweep(options, out_dir, earlier, names, probes)
+        _say_if_busy(options.case.threads, machinery.busy_machine)  # once every check has passed: a refusal is one line
+        sweep = _Sweep(options, out_dir, earlier, names, probes, machinery)
         return sweep.run(cases, {"flags": options.flags(), **shard_info})
 
 
-def _say_if_busy(threads: int | None) -> None:
+def _say_if_busy(threads: int | None, busy_machine: Callable[[int], str | None]) -> None:
     import torch  # the peak measured next needs it anyway
 
     busy = busy_machine(threads or torch.get_num_threads())
@@ -222,18 +238,24 @@ class _Sweep:
     """One sweep's state while it runs: its record, its rows so far, and how writing them went."""
 
     def __init__(
-        self, options: SweepOptions, out_dir: Path, earlier: list[RunRecord], names: dict[str, str], probes: dict[str, PluginProbe]
+        self,
+        options: SweepOptions,
+        out_dir: Path,
+        earlier: list[RunRecord],
+        names: dict[str, str],
+        probes: dict[str, PluginProbe],
+        machinery: Machinery,
     ) -> None:
-        self.options, self.out_dir, self.names, self.probes = options, out_dir, names, probes
+        self.options, self.out_dir, self.names, self.probes, self.run_case = options, out_dir, names, probes, machinery.run_case
         self.earlier = [record for record in earlier if outdir.record_path(out_dir, record.run_id).exists()]
         for record in earlier:  # a summary from before run records: carried as a record of its own
             if record not in self.earlier:
                 outdir.write_record(out_dir, record)
                 self.earlier.append(record)
         device, threads = options.case.device, options.case.threads
-        self.peak = measure_peak(device, threads)  # once per sweep, on the cases' device and thread count
+        self.peak = machinery.measure_peak(device, threads)  # once per sweep, on the cases' device and thread count
         dtypes = sorted({PRECISIONS[precision] for precision in options.precisions})  # and of each 16-bit type asked for
-        self.peaks = {dtype: measure_peak(device, threads, dtype=dtype) for dtype in dtypes}
+        self.peaks = {dtype: machinery.measure_peak(device, threads, dtype=dtype) for dtype in dtypes}
         environment = {**collect_environment(device, threads, options.command), **self.peak.environment()}
         environment.update({key: value for dtype, peak in self.peaks.items() for key, value in peak.environment(dtype).items()})
         self.record = RunRecord(new_run_id(), environment, options.command, pid=os.getpid())
@@ -302,7 +324,7 @@ class _Sweep:
         progress.start(" ".join(key))
         name = key[0]
         row = case_process.unstartable(self.probes.get(spec.model), spec, name, self.out_dir)
-        row = row or case_process.run_case(spec, name, self.out_dir, on_phase=progress.phase)
+        row = row or self.run_case(spec, name, self.out_dir, on_phase=progress.phase)
         dtype = row.remedy.dtype if row.remedy is not None else None  # a 16-bit variant: of that type's peak
         result = with_peak(row, self.peaks.get(dtype or "", self.peak).gflops)
         self.processes[key] = [*earlier, result]
