@@ -14,8 +14,6 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from torchbenchmark.results.spec import CaseSpec
 from torchbenchmark.run.shard import Shard
 from torchbenchmark.run.sweep import SweepOptions, run_sweep
@@ -66,8 +64,8 @@ def test_the_reference_run_is_read_compared_and_rendered_without_torch(tmp_path:
     check_reading(REFERENCE, REFERENCE, tmp_path)
 
 
-def test_a_fresh_sweeps_shards_merge_and_compare_without_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from torchbenchmark.run import case as case_process
+def test_a_fresh_sweeps_shards_merge_and_compare_without_torch(tmp_path: Path) -> None:
+    from tests.helpers.stand_ins import machinery
 
     def case(spec: Any, name: str, out_dir: Path, on_phase: Any = None) -> Any:
         from torchbenchmark.results.schema import CaseResult, StepTime
@@ -75,11 +73,12 @@ def test_a_fresh_sweeps_shards_merge_and_compare_without_torch(tmp_path: Path, m
         ms = 1.0 + len(name) + (0.5 if spec.mode == "eval" else 0.0)
         return CaseResult(model=name, mode=spec.mode, device="cpu", status="ok", batch_size=2, step_time=StepTime(ms, 0.1, ms, 10))
 
-    monkeypatch.setattr(case_process, "run_case", case)
     models = ["dlrm", "squeezenet1_1"]  # registered names; the stand-in case above runs none of them
     shards = [tmp_path / "shard1", tmp_path / "shard2"]
     for index, out in enumerate(shards, start=1):
-        run_sweep(models, ["train", "eval"], SweepOptions(case=CaseSpec(), out_dir=out, shard=Shard(index, 2), progress=False))
+        run_sweep(
+            models, ["train", "eval"], SweepOptions(case=CaseSpec(), out_dir=out, shard=Shard(index, 2), progress=False), machinery(case)
+        )
     merged = tmp_path / "merged"
     done = cli("merge", *map(str, shards), "--out", str(merged), cwd=tmp_path)
     assert done.returncode == 0, done.stderr

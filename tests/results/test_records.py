@@ -9,15 +9,14 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.stand_ins import machinery
 from torchbenchmark.analyze import pooling
 from torchbenchmark.api import load_summary
-from torchbenchmark.measure.peak import MachinePeak
 from torchbenchmark.report.summary import render_text
 from torchbenchmark.results import files, records
 from torchbenchmark.results.files import StorageError
 from torchbenchmark.results.records import RunRecord
 from torchbenchmark.results.schema import CaseResult, Costs, Samples, StepTime
-from torchbenchmark.run import case as case_process
 from torchbenchmark.run import outdir, sweep
 from torchbenchmark.run.sweep import SweepOptions, run_sweep
 
@@ -48,18 +47,15 @@ def fake_case(timings: dict[str, float]) -> Any:
     return run_case
 
 
-def sweep_with(monkeypatch: pytest.MonkeyPatch, out: Path, timings: dict[str, Any]) -> sweep.SweepOutcome:
-    monkeypatch.setattr(case_process, "run_case", fake_case(timings))
-    monkeypatch.setattr(sweep, "measure_peak", lambda *args: MachinePeak(100.0, "test"))
-    monkeypatch.setattr(sweep, "list_models", lambda: sorted(timings))  # the fake names count as registered
-    return run_sweep(list(timings), ["train"], SweepOptions(out_dir=out, progress=False))
+def sweep_with(out: Path, timings: dict[str, Any]) -> sweep.SweepOutcome:
+    return run_sweep(list(timings), ["train"], SweepOptions(out_dir=out, progress=False), machinery(fake_case(timings), names=timings))
 
 
-def test_each_run_writes_one_record_and_never_changes_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    first = sweep_with(monkeypatch, tmp_path, {"a": 1.0, "b": 2.0})
+def test_each_run_writes_one_record_and_never_changes_it(tmp_path: Path) -> None:
+    first = sweep_with(tmp_path, {"a": 1.0, "b": 2.0})
     assert first.record is not None and first.record.parent == tmp_path / "runs"
     before = first.record.read_bytes()
-    second = sweep_with(monkeypatch, tmp_path, {"a": 1.5})
+    second = sweep_with(tmp_path, {"a": 1.5})
     assert first.record.read_bytes() == before, "an ended run's record was rewritten"
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == sorted([first.record.name, second.record.name])
     assert first.run_id < second.run_id, "run ids sort by start time"
@@ -73,9 +69,9 @@ def test_each_run_writes_one_record_and_never_changes_it(monkeypatch: pytest.Mon
     assert rows["b"].step_time.median_ms == 2.0 and rows["b"].run_id == first.run_id
 
 
-def test_summary_header_counts_this_run_apart_and_marks_carried_rows(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    sweep_with(monkeypatch, tmp_path, {"a": 1.0, "b": 2.0})
-    sweep_with(monkeypatch, tmp_path, {"a": 1.5})
+def test_summary_header_counts_this_run_apart_and_marks_carried_rows(tmp_path: Path) -> None:
+    sweep_with(tmp_path, {"a": 1.0, "b": 2.0})
+    sweep_with(tmp_path, {"a": 1.5})
     text = (tmp_path / "summary.txt").read_text()
     assert "this run: 1 case (1 ok)" in text
     assert "carried from earlier runs: 1 case (1 ok)" in text
@@ -92,9 +88,9 @@ def test_rows_from_another_machine_are_marked() -> None:
     assert "*" not in next(line for line in render_text(same, "2").splitlines() if line.startswith("b "))
 
 
-def test_ctrl_c_leaves_earlier_rows_of_unrun_cases_as_they_were(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    sweep_with(monkeypatch, tmp_path, {"a": 1.0, "b": 2.0, "c": 3.0})
-    outcome = sweep_with(monkeypatch, tmp_path, {"a": 1.1, "b": "stop", "c": 9.0, "d": 9.0})
+def test_ctrl_c_leaves_earlier_rows_of_unrun_cases_as_they_were(tmp_path: Path) -> None:
+    sweep_with(tmp_path, {"a": 1.0, "b": 2.0, "c": 3.0})
+    outcome = sweep_with(tmp_path, {"a": 1.1, "b": "stop", "c": 9.0, "d": 9.0})
     assert outcome.exit_status == 130
     rows = {r.model: r for r in load_summary(tmp_path).rows}
     assert rows["a"].step_time.median_ms == 1.1
@@ -135,35 +131,35 @@ def test_a_bad_record_is_an_error_naming_the_file(tmp_path: Path, text: str, mes
     assert str(path) in str(error.value)
 
 
-def test_a_bad_record_stops_the_sweep_before_it_writes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_bad_record_stops_the_sweep_before_it_writes(tmp_path: Path) -> None:
     write(tmp_path / "runs" / "x.json", "{not json")
     with pytest.raises(StorageError):
-        sweep_with(monkeypatch, tmp_path, {"a": 1.0})
+        sweep_with(tmp_path, {"a": 1.0})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]  # not even the lock
     assert [p.name for p in (tmp_path / "runs").iterdir()] == ["x.json"]
 
 
 @pytest.mark.parametrize("text", ["{trunc", "[]", '{"schema_version": 2, "results": 5}'], ids=["truncated", "wrong-shape", "bad-rows"])
-def test_a_corrupt_summary_json_beside_records_costs_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, text: str) -> None:
-    sweep_with(monkeypatch, tmp_path, {"a": 1.0, "b": 2.0})
+def test_a_corrupt_summary_json_beside_records_costs_nothing(tmp_path: Path, text: str) -> None:
+    sweep_with(tmp_path, {"a": 1.0, "b": 2.0})
     write(tmp_path / "summary.json", text)
     with pytest.raises(StorageError):
         load_summary(tmp_path / "summary.json")  # read directly, it is an error...
-    sweep_with(monkeypatch, tmp_path, {"a": 1.5})  # ...and the next run rebuilds it from the records
+    sweep_with(tmp_path, {"a": 1.5})  # ...and the next run rebuilds it from the records
     assert {r.model for r in load_summary(tmp_path / "summary.json").rows} == {"a", "b"}
 
 
-def test_a_summary_from_before_records_is_carried_not_lost(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_summary_from_before_records_is_carried_not_lost(tmp_path: Path) -> None:
     legacy = {"environment": ENV, "results": [ok_row(m, 1.0).to_dict() for m in ("old1", "old2")]}
     write(tmp_path / "summary.json", json.dumps(legacy))
-    sweep_with(monkeypatch, tmp_path, {"a": 1.0})
+    sweep_with(tmp_path, {"a": 1.0})
     assert {r.model for r in load_summary(tmp_path).rows} == {"old1", "old2", "a"}
 
 
-def test_a_corrupt_summary_from_before_records_stops_the_sweep(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_corrupt_summary_from_before_records_stops_the_sweep(tmp_path: Path) -> None:
     write(tmp_path / "summary.json", '{"environment": {}, "results": [{"model": "a"}]}')
     with pytest.raises(StorageError, match="summary.json: results\\[0\\]"):
-        sweep_with(monkeypatch, tmp_path, {"a": 1.0})
+        sweep_with(tmp_path, {"a": 1.0})
     assert not (tmp_path / "runs").exists()
 
 

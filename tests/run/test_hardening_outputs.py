@@ -32,24 +32,22 @@ from urllib.parse import unquote
 
 import pytest
 
-from tests.helpers import hostile_models
+from tests.helpers import hostile_models, stand_ins
 from tests.helpers.processes import ROOT, TOKEN_ENV, processes_with, wait_until_gone
 from torchbenchmark import cli
-from torchbenchmark.cli import models as cli_models
-from torchbenchmark.cli import sweep as cli_sweep
-from torchbenchmark.measure.peak import MachinePeak
 from torchbenchmark.report.page import render_report
 from torchbenchmark.results import files
 from torchbenchmark.results.records import RunState
 from torchbenchmark.results.schema import CaseResult, Distributed, RankFigures, Status, StepTime, Traces
 from torchbenchmark.results.spec import CaseSpec
 from torchbenchmark.run import case as case_process
-from torchbenchmark.run import outdir, sweep
+from torchbenchmark.run import outdir
 from torchbenchmark.run.guard import CappedLog
 from torchbenchmark.run.plugins import PluginProbe
-from torchbenchmark.run.sweep import GIVE_UP_AFTER, SweepArgumentError, SweepOptions, run_sweep
+from torchbenchmark.run.sweep import GIVE_UP_AFTER, Machinery, SweepArgumentError, SweepOptions, run_sweep
 
 MODELS = ["alpha", "beta"]
+NAMES = [*MODELS, "gamma", "escapes"]  # the stand-ins' names count as registered
 HOSTILE = ROOT / "tests" / "helpers" / "hostile_models.py"
 FAST = ["--device", "cpu", "--steps", "3", "--no-detailed", "--no-progress"]
 
@@ -110,45 +108,43 @@ def ok_row(spec: Any, name: str, out_dir: Path, on_phase: Any = None) -> CaseRes
 
 @dataclasses.dataclass
 class Sweeps:
-    """Sweeps whose cases are stand-ins (``run_case``), into folders under ``root``, beside a user's file."""
+    """Sweeps whose cases are stand-ins (``case``), into folders under ``root``, beside a user's file."""
 
     root: Path
-    monkeypatch: pytest.MonkeyPatch
     capsys: pytest.CaptureFixture[str]
+    case: Any = ok_row  # what each case's process would have made
+    probes: dict[str, PluginProbe] | None = None  # stand-ins for importing plug-ins; None: import them
     calls: list[tuple[str, str, int]] = dataclasses.field(default_factory=list)
 
-    def run_case(self, case: Any) -> None:
+    def machinery(self) -> Machinery:
         def counted(spec: Any, name: str, out_dir: Path, on_phase: Any = None) -> CaseResult:
             self.calls.append((name, spec.mode, spec.repeat))
-            return case(spec, name, out_dir, on_phase)
+            return self.case(spec, name, out_dir, on_phase)
 
-        self.monkeypatch.setattr(case_process, "run_case", counted)
+        # The machine reads busy: that line is said only once every check has passed.
+        return stand_ins.machinery(counted, names=NAMES, busy="load average 9 on 2 CPUs", probes=self.probes)
+
+    def run_case(self, case: Any) -> None:
+        self.case = case
 
     def run(self, out: Path, models: list[str] = MODELS, modes: tuple[str, ...] = ("train", "eval"), **options: Any) -> Path:
-        run_sweep(models, list(modes), SweepOptions(out_dir=out, progress=False, **options))
+        run_sweep(models, list(modes), SweepOptions(out_dir=out, progress=False, **options), self.machinery())
         self.capsys.readouterr()  # its lines are not the test's
         return out
 
     def cli(self, *args: str) -> int:
-        return cli.main(list(args))
+        return cli.main(list(args), self.machinery())
 
     def user_file(self) -> Path:
         return self.root / "users-file.txt"
 
 
 @pytest.fixture
-def sweeps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Sweeps:
+def sweeps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Sweeps:
     root = tmp_path / "root"
     root.mkdir()
     (root / "users-file.txt").write_text("the user's\n")
-    names = sorted({*MODELS, "gamma", "escapes"})
-    monkeypatch.setattr(sweep, "list_models", lambda: names)  # the fake names count as registered
-    monkeypatch.setattr(cli_models, "list_models", lambda: names)
-    monkeypatch.setattr(sweep, "measure_peak", lambda *args: MachinePeak(100.0, "test"))
-    monkeypatch.setattr(sweep, "busy_machine", lambda threads: "load average 9 on 2 CPUs")  # said only once checks pass
-    made = Sweeps(root, monkeypatch, capsys)
-    made.run_case(ok_row)
-    return made
+    return Sweeps(root, capsys)
 
 
 def record_of(out: Path) -> Path:
@@ -374,40 +370,28 @@ def test_merge_refuses_an_out_that_is_or_lies_in_an_input(sweeps: Sweeps, capsys
 # --- 4: one name, one case ---------------------------------------------------------------------------------
 
 
-def probes(**by_spec: PluginProbe) -> Any:
-    def probe_plugins(specs: Any, timeout_s: float = 0) -> dict[str, PluginProbe]:
-        return {spec: by_spec[spec] for spec in specs if spec in by_spec}
-
-    return probe_plugins
-
-
-def fake_probes(monkeypatch: pytest.MonkeyPatch, found: dict[str, PluginProbe]) -> None:
-    for module in (cli_models, sweep, cli_sweep):
-        monkeypatch.setattr(module, "probe_plugins", probes(**found))
-
-
 def test_two_specs_of_one_name_are_a_usage_error_naming_both(sweeps: Sweeps, capsys: pytest.CaptureFixture[str]) -> None:
     a, b = "/x/a.py:Mini", "/x/b.py:Mini"
-    fake_probes(sweeps.monkeypatch, {a: PluginProbe(a, "ok", name="mini"), b: PluginProbe(b, "ok", name="mini")})
+    sweeps.probes = {a: PluginProbe(a, "ok", name="mini"), b: PluginProbe(b, "ok", name="mini")}
     out = sweeps.root / "out"
     before = md5s(sweeps.root)
     assert sweeps.cli("--models", f"{a},{b}", "--out", str(out), *FAST) == 2
     one_line_error(capsys.readouterr().err, f"{a} and {b} both name the model 'mini'", "one name, one case")
     assert md5s(sweeps.root) == before and not out.exists() and sweeps.calls == []
     # a plug-in that declares the name of a registered model, and two that cannot be imported, alike
-    fake_probes(sweeps.monkeypatch, {a: PluginProbe(a, "ok", name="alpha")})
+    sweeps.probes = {a: PluginProbe(a, "ok", name="alpha")}
     assert sweeps.cli("--models", f"alpha,{a}", "--out", str(out), *FAST) == 2
     one_line_error(capsys.readouterr().err, f"alpha and {a} both name the model 'alpha'")
     failed = {spec: PluginProbe(spec, "failed", error=f"importing {spec} crashed") for spec in (a, b)}
-    fake_probes(sweeps.monkeypatch, failed)
+    sweeps.probes = failed
     with pytest.raises(SweepArgumentError, match="a plug-in that cannot be imported goes by its class name"):
-        run_sweep([a, b], "train", SweepOptions(out_dir=out, progress=False))
+        run_sweep([a, b], "train", SweepOptions(out_dir=out, progress=False), sweeps.machinery())
     assert md5s(sweeps.root) == before and not out.exists()
 
 
 def test_a_failed_imports_row_carries_its_own_spec_and_log(sweeps: Sweeps) -> None:
     spec = "/x/first.py:Mini"
-    fake_probes(sweeps.monkeypatch, {spec: PluginProbe(spec, "failed", error="RuntimeError: the first file's", output="first's stack")})
+    sweeps.probes = {spec: PluginProbe(spec, "failed", error="RuntimeError: the first file's", output="first's stack")}
     out = sweeps.run(sweeps.root / "out", [spec, "alpha"], ("eval",))
     rows = {row["model"]: row for row in json.loads((out / "summary.json").read_text())["results"]}
     assert rows["Mini"]["status"] == "failed" and rows["Mini"]["error"].startswith(f"plug-in {spec}: RuntimeError: the first file's")

@@ -9,14 +9,13 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.stand_ins import machinery
 from torchbenchmark import cli
 from torchbenchmark.api import load_summary
 from torchbenchmark.cli import merge as merge_cli
-from torchbenchmark.measure.peak import MachinePeak
 from torchbenchmark.report.plots import case_id
 from torchbenchmark.results.schema import CaseResult, StepTime, Traces, sort_rows
 from torchbenchmark.results.spec import CaseSpec
-from torchbenchmark.run import case as case_process
 from torchbenchmark.run import merge, shard, sweep
 from torchbenchmark.run.shard import Shard
 from torchbenchmark.run.sweep import SweepOptions, run_sweep
@@ -32,14 +31,10 @@ def fake_case(spec: Any, name: str, out_dir: Path, on_phase: Any = None) -> Case
 
 
 @pytest.fixture
-def fake_sweep(monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setattr(case_process, "run_case", fake_case)
-    monkeypatch.setattr(sweep, "list_models", lambda: sorted(MODELS))  # the fake names count as registered
-    monkeypatch.setattr(sweep, "measure_peak", lambda *args: MachinePeak(100.0, "test"))
-    monkeypatch.setattr(shard, "reference_costs", lambda: COSTS)
-
-    def run(out: Path, shard: Shard | None = None, **case: Any) -> sweep.SweepOutcome:
-        return run_sweep(MODELS, ["train", "eval"], SweepOptions(case=CaseSpec(**case), out_dir=out, shard=shard, progress=False))
+def fake_sweep() -> Any:
+    def run(out: Path, shard: Shard | None = None, case: Any = fake_case, **spec: Any) -> sweep.SweepOutcome:
+        options = SweepOptions(case=CaseSpec(**spec), out_dir=out, shard=shard, progress=False)
+        return run_sweep(MODELS, ["train", "eval"], options, machinery(case, names=MODELS, costs=COSTS))
 
     return run
 
@@ -149,16 +144,15 @@ def test_shards_from_other_machines_are_marked(fake_sweep: Any, tmp_path: Path) 
     assert len(hosts) == 2
 
 
-def test_merge_copies_the_files_rows_name(fake_sweep: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_merge_copies_the_files_rows_name(fake_sweep: Any, tmp_path: Path) -> None:
     def with_trace(spec: Any, name: str, out_dir: Path, on_phase: Any = None) -> CaseResult:
         (out_dir / name).mkdir(parents=True, exist_ok=True)
         (out_dir / name / f"{spec.mode}-cpu.pt.trace.json.gz").write_bytes(b"trace")
         row = fake_case(spec, name, out_dir)
         return dataclasses.replace(row, traces=Traces(f"{name}/{spec.mode}-cpu.pt.trace.json.gz"))
 
-    monkeypatch.setattr(case_process, "run_case", with_trace)
-    fake_sweep(tmp_path / "s1", shard=Shard(1, 2))
-    fake_sweep(tmp_path / "s2", shard=Shard(2, 2))
+    fake_sweep(tmp_path / "s1", shard=Shard(1, 2), case=with_trace)
+    fake_sweep(tmp_path / "s2", shard=Shard(2, 2), case=with_trace)
     merge.merge([tmp_path / "s1", tmp_path / "s2"], tmp_path / "m")
     for row in load_summary(tmp_path / "m").rows:
         assert (tmp_path / "m" / row.traces.light).read_bytes() == b"trace"

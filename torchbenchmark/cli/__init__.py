@@ -10,15 +10,20 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from torchbenchmark.cli.args import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError
 from torchbenchmark.report.format import escape_controls
+
+if TYPE_CHECKING:  # the sweep's module loads torch: imported only when a sweep runs
+    from torchbenchmark.run.sweep import Machinery
 
 SUBCOMMANDS = {"compare": "compare", "check": "check", "merge": "merge", "list": "listing"}  # name -> cli module
 PROG = "diagnostics.py"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, machinery: Machinery | None = None) -> int:
+    """Run the command ``argv`` names; ``machinery`` stands in for what a sweep runs its cases with (tests)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if argv[:1] and argv[0] in SUBCOMMANDS:
@@ -32,7 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from torchbenchmark.cli import listing
 
             return listing.show(args.models, args.exclude)
-        return sweep.main(args, argv)
+        return sweep.main(args, argv) if machinery is None else sweep.main(args, argv, machinery)
     except UsageError as error:
         print(f"{PROG}: error: {escape_controls(str(error))}", file=sys.stderr)
         return EXIT_USAGE

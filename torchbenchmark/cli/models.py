@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from torchbenchmark.cli.args import UsageError
 from torchbenchmark.registry import is_plugin_spec, list_models, meta_of, model_class, unknown_model_message
 from torchbenchmark.results.schema import MODES
-from torchbenchmark.run.plugins import IMPORT_TIMEOUT_S, probe_plugins
+from torchbenchmark.run.plugins import IMPORT_TIMEOUT_S, PluginProbe, probe_plugins
 
 FAMILY_PREFIX = "family:"
 
 
-def resolve_models(text: str, import_timeout_s: float = IMPORT_TIMEOUT_S) -> list[str]:
+def resolve_models(
+    text: str,
+    import_timeout_s: float = IMPORT_TIMEOUT_S,
+    probe: Callable[..., dict[str, PluginProbe]] = probe_plugins,
+    registered: Callable[[], list[str]] = list_models,
+) -> list[str]:
     """Registered names and plug-in specs, checked: each one must name a model that exists, by a usable name.
 
     Plug-ins are imported in a child process; one whose import fails, hangs or crashes is kept (its cases
@@ -21,14 +28,14 @@ def resolve_models(text: str, import_timeout_s: float = IMPORT_TIMEOUT_S) -> lis
         raise UsageError("--models is empty")
     plugins = [spec for spec in specs if not spec.startswith(FAMILY_PREFIX) and is_plugin_spec(spec)]
     for spec in specs:
-        if spec != "all" and not spec.startswith(FAMILY_PREFIX) and spec not in plugins and spec not in list_models():
+        if spec != "all" and not spec.startswith(FAMILY_PREFIX) and spec not in plugins and spec not in registered():
             raise UsageError(unknown_model_message(spec))
-    for probe in probe_plugins(plugins, import_timeout_s).values():
-        if probe.status == "unknown":
-            raise UsageError(probe.error)
-        if probe.name_error:
-            raise UsageError(probe.name_error)
-    resolved = [name for spec in specs for name in _expand(spec)]
+    for found in probe(plugins, import_timeout_s).values():
+        if found.status == "unknown":
+            raise UsageError(found.error)
+        if found.name_error:
+            raise UsageError(found.name_error)
+    resolved = [name for spec in specs for name in (registered() if spec == "all" else _expand(spec))]
     return list(dict.fromkeys(resolved))  # each case once, first mention first
 
 

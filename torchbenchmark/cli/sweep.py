@@ -37,9 +37,9 @@ from torchbenchmark.results.spec import (
     Compile,
 )
 from torchbenchmark.run import outdir
-from torchbenchmark.run.plugins import IMPORT_TIMEOUT_S, probe_plugins
+from torchbenchmark.run.plugins import IMPORT_TIMEOUT_S
 from torchbenchmark.run.shard import Shard
-from torchbenchmark.run.sweep import Interrupted, SweepArgumentError, SweepOptions, run_sweep
+from torchbenchmark.run.sweep import Interrupted, Machinery, SweepArgumentError, SweepOptions, run_sweep
 
 EPILOG = """\
 subcommands: compare BASE NEW, check SPEC..., merge OUT... --out MERGED, list [SPEC...]; each has --help.
@@ -171,7 +171,7 @@ def rerun_command(args: argparse.Namespace, spec: str, row: CaseResult) -> str:
     return shlex.join(words)
 
 
-def main(args: argparse.Namespace, argv: Sequence[str]) -> int:
+def main(args: argparse.Namespace, argv: Sequence[str], machinery: Machinery = Machinery()) -> int:
     if not args.models:
         raise UsageError("--models is required (a name, a comma-separated list, 'all' or a plug-in spec)")
     modes = resolve_modes(args.modes or ("train" if args.ddp else "train,eval"))
@@ -183,13 +183,14 @@ def main(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if args.baseline:
         check_apart(Path(args.out), "--out", [Path(args.baseline)])  # a sweep into its baseline would change it
         compare_command.load_side(args.baseline, "--baseline")  # read before the sweep: a bad one costs nothing
-    models = resolve_models(args.models, min(IMPORT_TIMEOUT_S, args.timeout))  # last: it imports plug-ins, in a child each
+    # Last: it imports plug-ins, in a child each.
+    models = resolve_models(args.models, min(IMPORT_TIMEOUT_S, args.timeout), machinery.probe_plugins, machinery.registered)
     if args.exclude:
         models = exclude_models(models, args.exclude)
-    return _run(args, models, modes, options_of(args, device, argv))
+    return _run(args, models, modes, options_of(args, device, argv), machinery)
 
 
-def _run(args: argparse.Namespace, models: list[str], modes: list[str], options: SweepOptions) -> int:
+def _run(args: argparse.Namespace, models: list[str], modes: list[str], options: SweepOptions, machinery: Machinery) -> int:
     def stop(signum: int, _frame: object) -> None:
         # Only the first signal counts: a second Ctrl-C must not cut short the summary being written.
         for handled in previous:
@@ -200,7 +201,7 @@ def _run(args: argparse.Namespace, models: list[str], modes: list[str], options:
     # terminal or CI session closing) is handled as SIGTERM is.
     previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
-        outcome = run_sweep(models, modes, options)
+        outcome = run_sweep(models, modes, options, machinery)
     except (outdir.OutputBusy, outdir.OutputUnusable, SweepArgumentError, StorageError) as error:
         raise UsageError(str(error)) from None
     except Interrupted as interrupted:  # before the first case began: there is nothing to summarise
@@ -209,7 +210,7 @@ def _run(args: argparse.Namespace, models: list[str], modes: list[str], options:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-    probes = probe_plugins([spec for spec in models if ":" in spec], min(IMPORT_TIMEOUT_S, args.timeout))  # cached
+    probes = machinery.probe_plugins([spec for spec in models if ":" in spec], min(IMPORT_TIMEOUT_S, args.timeout))  # cached
     specs = {(probes[spec].row_name if spec in probes else spec): spec for spec in models}
     untrustworthy = render_untrustworthy(outcome.results, lambda row: rerun_command(args, specs.get(row.model, row.model), row))
     if untrustworthy:

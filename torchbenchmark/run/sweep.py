@@ -102,6 +102,8 @@ class Machinery:
     measure_peak: Callable[..., MachinePeak] = measure_peak  # (device, threads, dtype=...) -> the machine's peak
     busy_machine: Callable[[int], str | None] = busy_machine  # (threads) -> why the machine is too busy, or None
     case_costs: Callable[[], dict[tuple[str, str], float]] = shard.reference_costs  # what --shard balances by
+    probe_plugins: Callable[..., dict[str, PluginProbe]] = probe_plugins  # (specs, timeout) -> each plug-in's import, in a child
+    registered: Callable[[], list[str]] = list_models  # the names a sweep accepts besides plug-in specs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,7 +150,9 @@ def spec_of(model: str | type) -> str:
     return f"{model.__module__ if by_name else getattr(module, '__file__', '')}:{model.__name__}"
 
 
-def checked_arguments(models: Sequence[str | type] | str | type, modes: Sequence[str] | str) -> tuple[list[str], list[str]]:
+def checked_arguments(
+    models: Sequence[str | type] | str | type, modes: Sequence[str] | str, registered: Callable[[], list[str]] = list_models
+) -> tuple[list[str], list[str]]:
     """The models and modes as lists, once every one is one the command line would accept."""
     models = [models] if isinstance(models, (str, type)) else models
     modes = [modes] if isinstance(modes, str) else modes
@@ -156,9 +160,9 @@ def checked_arguments(models: Sequence[str | type] | str | type, modes: Sequence
         models = [spec_of(model) if isinstance(model, type) else model for model in models]
     if not isinstance(models, Sequence) or not models or not all(isinstance(m, str) and m.strip() for m in models):
         raise SweepArgumentError(f"models must be a model name or spec, or a non-empty sequence of them; got {models!r:.80}")
-    models = [name for spec in models for name in (list_models() if spec == "all" else [spec])]
+    models = [name for spec in models for name in (registered() if spec == "all" else [spec])]
     for spec in models:
-        if not is_plugin_spec(spec) and spec not in list_models():
+        if not is_plugin_spec(spec) and spec not in registered():
             raise SweepArgumentError(unknown_model_message(spec))
     if not isinstance(modes, Sequence) or not modes or any(mode not in MODES for mode in modes):
         raise SweepArgumentError(f"modes must be train, eval or both; got {modes!r:.80}")
@@ -193,7 +197,7 @@ def run_sweep(
     for a bad one, ``outdir.OutputUnusable`` or ``outdir.OutputBusy`` for an output folder that cannot be
     used, ``StorageError`` for an unreadable record in it; a plug-in that cannot be imported is a row.
     """
-    models, modes = checked_arguments(models, modes)
+    models, modes = checked_arguments(models, modes, machinery.registered)
     try:
         crowded = check_ranks(check_device(options.case.device), options.case.world_size, options.case.threads)
     except ValueError as error:
@@ -204,7 +208,7 @@ def run_sweep(
         raise SweepArgumentError("out_dir is empty; name the output folder")
     out_dir = Path(options.out_dir)
     outdir.check_usable(out_dir)
-    probes = probe_plugins([m for m in models if is_plugin_spec(m)], min(IMPORT_TIMEOUT_S, options.case.timeout_s))
+    probes = machinery.probe_plugins([m for m in models if is_plugin_spec(m)], min(IMPORT_TIMEOUT_S, options.case.timeout_s))
     unknown = [probe.error for probe in probes.values() if probe.status == "unknown"]
     if unknown:
         raise SweepArgumentError(unknown[0])
