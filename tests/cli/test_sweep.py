@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.summaries import table
 from tests.helpers.sweeps import SWEEP_ARGS, TINY
 from torchbenchmark import list_models
 from torchbenchmark.analyze import verdict as dispatch
@@ -50,7 +51,8 @@ def test_sweep_exits_zero_and_writes_both_summaries(sweep) -> None:
         fraction = row["dispatch"]["overhead_fraction_uncapped"]
         assert fraction > 0 and row["dispatch"]["verdict"] == dispatch.verdict(fraction), row["dispatch"]
     text = (out / "summary.txt").read_text()
-    assert "tiny_mlp" in text and "ms/step" in text
+    header, rows = table(text)
+    assert "ms/step" in header.split() and [line.split()[0] for line in rows] == ["tiny_mlp", "tiny_mlp"]
 
 
 @pytest.mark.parametrize("mode", ["train", "eval"])

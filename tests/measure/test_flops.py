@@ -10,6 +10,7 @@ import time
 import pytest
 import torch
 
+from tests.helpers.marks import marked
 from tests.helpers.synthetic_models import (
     ElementwiseOnly,
     FailsUnderTheCounter,
@@ -231,6 +232,8 @@ def test_models_of_known_character_get_their_compute_limit(tmp_path, model: type
     peak = measure_peak("cpu", threads=1, size=1024, seconds=0.3)
     result = with_peak(collect_diagnostics(model, "eval", out_dir=tmp_path, budget=QUICK, detailed=False), peak.gflops)
     assert result.status == "ok", result.error
+    if marked(result):
+        return  # the tool says not to read this row's timed figures: the test does not either
     assert result.dispatch.verdict == "compute-bound", result.dispatch
     assert result.costs.compute_limit == limit, result.costs
 
