@@ -51,6 +51,8 @@ TESTS: dict[str, tuple[str, ...]] = {
     "report.format": _REPORT_TESTS,
     "report.tables": _REPORT_TESTS,
     "analyze.compare": _COMPARE_TESTS,
+    "analyze.walltime": _COMPARE_TESTS,
+    "analyze.counts": _COMPARE_TESTS,
     "analyze.ratios": _COMPARE_TESTS,
 }
 

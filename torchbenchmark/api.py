@@ -60,15 +60,19 @@ def compare(
     threshold_pct: float = comparing.DEFAULT_THRESHOLD_PCT,
     pool: bool = False,
     ops: bool = False,
+    instructions_threshold_pct: float = comparing.DEFAULT_INSTRUCTIONS_THRESHOLD_PCT,
 ) -> Comparison:
     """Compare two results (output folders, summary.json files, run records, or loaded summaries).
+
+    Where both sides of a case counted instructions (``--instructions``), a change past
+    ``instructions_threshold_pct`` calls it slower or faster beside its wall-time call (``analyze.counts``).
 
     Each case called slower, faster, inconclusive or verdict changed carries the ops that moved (``ops=True``:
     every case), read from both sides' light traces. Raises ValueError when the two sides have no case in
     common; ``StorageError`` when one cannot be read.
     """
     sides = [side if isinstance(side, records.Summary) else outdir.load(side, pool) for side in (base, new)]
-    comparison = comparing.compare(sides[0], sides[1], threshold_pct)
+    comparison = comparing.compare(sides[0], sides[1], threshold_pct, instructions_threshold_pct)
     roots = (outdir.folder_of(sides[0].source), outdir.folder_of(sides[1].source))
     return _shown(Comparison, comparing.with_op_diffs(comparison, sides[0], sides[1], roots, every=ops))  # type: ignore[no-any-return]
 
@@ -85,7 +89,7 @@ def collect_diagnostics(
     """Diagnose ``model`` in this process: a registered name, a plug-in spec, a model class, or a whole ``CaseSpec``.
 
     ``options`` are ``CaseSpec`` fields (``device``, ``batch_size``, ``budget``, ``detailed``, ``compile``,
-    ``scaling``, ``top_ops``, ``threads``, ...); with a spec, give none. The case's traces and top-ops table
+    ``scaling``, ``instructions``, ``top_ops``, ``threads``, ...); with a spec, give none. The case's traces and top-ops table
     go under ``out_dir/<model>/``, and a run record of its own under ``out_dir/runs/``, so ``load_summary(out_dir)``
     reads it. A failure, a bad argument value or an output folder that cannot be used included, is the
     row's status and one-line error, never an exception; an unknown option, or a model that is none of

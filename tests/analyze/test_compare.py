@@ -30,7 +30,7 @@ from torchbenchmark.api import compare
 from torchbenchmark.report.tables import render_comparison
 from torchbenchmark.results.files import dumps
 from torchbenchmark.results.records import RunRecord, Summary, summary_of_records
-from torchbenchmark.results.schema import CaseResult, Dispatch, Samples, StepTime
+from torchbenchmark.results.schema import CaseResult, Dispatch, Instructions, Samples, StepTime, processes_apart
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {"host": "box", "cpu": "Test CPU", "cpu_count": 2, "device_name": "Test CPU", "torch": "2.14.1"}
@@ -187,7 +187,8 @@ def test_exit_codes_end_to_end(tmp_path: Path) -> None:
     assert [line.split()[0] for line in table] == [expected[1]]
     record = next((tmp_path / "slow" / "runs").glob("*.json"))
     faster = diagnostics("compare", str(record), str(tmp_path / "b"), "--threshold", "50", "--allow-inconclusive")
-    assert faster.returncode == 0 and "faster" in faster.stdout, faster.stdout
+    calls = [line.split()[0] for line in faster.stdout.splitlines() if "work_model" in line and not line.startswith("ops that moved")]
+    assert faster.returncode == 0 and calls == ["faster"], faster.stdout
     # A sweep with --baseline gates in the same command.
     gated = diagnostics(*sweep, "--out", str(tmp_path / "gated"), "--baseline", str(tmp_path / "a"), "--threshold", "50", work=4)
     assert gated.returncode == (3 if _cannot_see(gated.stdout + gated.stderr) else 1), gated.stdout + gated.stderr
@@ -197,9 +198,8 @@ def test_exit_codes_end_to_end(tmp_path: Path) -> None:
 
 
 def _cannot_see(output: str) -> bool:
-    """A case's note says a side is marked or its measurement cannot see 4x the threshold (the legend's
-    "a side is marked" names the rule, not a case)."""
-    return "base is marked" in output or "new is marked" in output or "it catches only slowdowns of" in output
+    """A case's note says its measurement cannot see 4x the threshold (a side's marks stand beside the call)."""
+    return "it catches only slowdowns of" in output
 
 
 def test_the_comparison_table_is_pinned() -> None:
@@ -417,10 +417,10 @@ def test_an_interval_touching_one_is_within_noise() -> None:
     assert (faster.call, faster.notes) == ("same", (settle,))
     assert call(ok(medians=(1.0,)), ok(medians=(0.95,))).call == "same"  # past 5% faster, but the interval reaches 1.004
     wide = call(ok(medians=(10.0, 8.0, 12.0)), ok(medians=(11.0, 8.8, 13.2)))  # 10% slower, processes 40% apart
-    assert wide.call == "inconclusive" and wide.notes[0] == (
-        "past the threshold but within noise: settling a change this size takes over 50 processes a side"
-    )
-    assert wide.notes[1].startswith("it catches only slowdowns of ") and "(4x the threshold is 20%)" in wide.notes[1]
+    # What would decide it at all takes the place of what would settle a change this size.
+    assert wide.call == "inconclusive" and wide.notes[0].startswith("it catches only slowdowns of ")
+    assert wide.notes[0].endswith("(4x the threshold is 20%): --repeat 27 a side would decide it") and wide.processes_to_decide == 27
+    assert wide.notes[1:] == ("both sides are marked: noisy: processes 40% apart",)
 
 
 def test_what_a_comparison_catches_follows_from_its_spread_and_processes() -> None:
@@ -552,6 +552,7 @@ def test_comparison_to_dict_has_the_pinned_keys_and_counts_each_call() -> None:
         "base": "side",
         "new": "side",
         "threshold_pct": 5,
+        "instructions_threshold_pct": 1.0,
         "confidence": 0.95,
         "process_noise_floor": PROCESS_NOISE_FLOOR,
         "run_noise": None,
@@ -585,8 +586,8 @@ def test_the_comparison_table_shows_a_left_aligned_variant_column_after_the_devi
         "new/base: ratio of median step times (per-process medians, geometric mean), with its 95% interval; "
         "n: processes per side; catches: the smallest slowdown a comparison measured alike calls slower 9 times in 10.\n"
         "slower/faster: past the 2.5% threshold and outside noise "
-        "(the interval excludes 1); same: within the threshold or within noise; inconclusive: a side is marked, "
-        "or the case cannot see a slowdown of 4x the threshold.\n"
+        "(the interval excludes 1); same: within the threshold or within noise; inconclusive: the case cannot see "
+        "a slowdown of 4x the threshold (a side's marks are noted beside the call).\n"
     )
     assert "variant" not in render_comparison(compare(side(rows[0]), side(rows[0]))).split("\n\n")[1].splitlines()[0]
 
@@ -594,7 +595,8 @@ def test_the_comparison_table_shows_a_left_aligned_variant_column_after_the_devi
 def test_a_case_record_is_flat_with_the_estimate_as_columns_and_the_notes_as_one_string() -> None:
     slower = call(ok(medians=(10.0,) * 3), ok(medians=(12.0,) * 3, verdict="mixed", batch_size=8))
     record = slower.record()
-    assert set(record) == {field.name for field in dataclasses.fields(CaseComparison)} - {"estimate", "ops"} | {"ratio", "low", "high"}
+    flat = {field.name for field in dataclasses.fields(CaseComparison)} - {"estimate", "ops", "instructions", "op_events"}
+    assert set(record) == flat | {"ratio", "low", "high", "instructions_change_pct"}
     assert (record["ratio"], record["low"], record["high"]) == (slower.estimate.ratio, slower.estimate.low, slower.estimate.high)
     assert record["notes"] == "batch size 4 -> 8; verdict compute-bound -> mixed" and record["call"] == "slower"
     unmeasured = call(ok(), ok()).record()
@@ -703,3 +705,168 @@ def test_compare_pool_reads_each_side_as_all_its_runs(tmp_path: Path, capsys: py
     record = next((tmp_path / "new" / "runs").glob("*.json"))
     assert main(["compare", "--pool", base, str(record)]) == 2
     assert "pooling needs an output folder with run records" in capsys.readouterr().err
+
+
+# -- the counts' tier: instructions per step beside the wall time ------------------------------------
+
+
+def counted(per_step: float | None, spread_pct: float | None = 0.05, reason: str | None = None) -> Instructions:
+    return Instructions(per_step=per_step, spread_pct=spread_pct, steps=None if per_step is None else 5, reason=reason)
+
+
+def test_ops_added_call_a_change_below_the_threshold_that_the_counts_noise_cannot_hide() -> None:
+    """1% more ops moves the instructions by less than 1%: past their noise, with the ops moved the same way, it is called."""
+    ops = Dispatch("dispatch-bound", 0.9, 300, 1, 1, events_per_step={"call": 300.0})
+    more = dataclasses.replace(ops, ops_per_step=303, events_per_step={"call": 303.0})
+    added = call(row("m", [10.0], instructions=counted(1e6), dispatch=ops), row("m", [10.0], instructions=counted(1.007e6), dispatch=more))
+    assert (added.call, added.reason, added.counts_call) == ("slower", "instructions", "slower")
+    alone = call(row("m", [10.0], instructions=counted(1e6), dispatch=ops), row("m", [10.0], instructions=counted(1.007e6), dispatch=ops))
+    assert alone.call == "same"  # no op moved: 0.7% is under the 1% threshold
+    noisy = call(
+        row("m", [10.0], instructions=counted(1e6, 0.5), dispatch=ops), row("m", [10.0], instructions=counted(1.007e6, 0.5), dispatch=more)
+    )
+    assert noisy.call == "same"  # within the two sides' spread (1%), ops or not
+
+
+def test_instructions_past_the_threshold_call_a_case_time_calls_the_same_slower_by_instructions() -> None:
+    case = call(row("m", [10.0], instructions=counted(1_000_000)), row("m", [10.0], instructions=counted(1_013_500)))
+    assert (case.call, case.reason, case.wall_call, case.counts_call) == ("slower", "instructions", "same", "slower")
+    assert case.instructions.change_pct == pytest.approx(1.35) and case.instructions.noise_pct == pytest.approx(0.1)
+    faster = call(row("m", [10.0], instructions=counted(1_000_000)), row("m", [10.0], instructions=counted(980_000)))
+    assert (faster.call, faster.reason, faster.counts_call) == ("faster", "instructions", "faster")
+
+
+def test_a_change_within_the_counts_own_spread_or_under_the_threshold_is_not_called() -> None:
+    spread = call(row("m", [10.0], instructions=counted(1_000_000, 1.0)), row("m", [10.0], instructions=counted(1_015_000, 1.0)))
+    assert (spread.call, spread.counts_call, spread.instructions.noise_pct) == ("same", "same", 2.0)  # 1.5%, within 1% + 1%
+    under = call(row("m", [10.0], instructions=counted(1_000_000)), row("m", [10.0], instructions=counted(1_009_000)))
+    assert (under.call, under.counts_call) == ("same", "same")
+    wider = compare(
+        side(row("m", [10.0], instructions=counted(1e6))),
+        side(row("m", [10.0], instructions=counted(1.0135e6))),
+        instructions_threshold_pct=2.0,
+    )
+    assert (wider.cases[0].call, wider.instructions_threshold_pct) == ("same", 2.0)
+
+
+def test_same_counts_decide_a_case_time_cannot_see_and_two_runs_alike_exit_0() -> None:
+    """A-A on a noisy machine: wall time cannot see 4x the threshold, the counts agree: same, not inconclusive."""
+    noisy = Samples((10.0,), ((10.0, 14.0),))
+    base = side(row("m", [10.0], instructions=counted(24_285_536), samples=noisy), row("other", [1.0]))
+    new = side(row("m", [10.0], instructions=counted(24_298_354), samples=noisy), row("other", [1.0]))
+    comparison = compare(base, new)
+    case = next(case for case in comparison.cases if case.model == "m")
+    assert (case.call, case.wall_call, case.counts_call, case.reason) == ("same", "inconclusive", "same", "instructions")
+    assert case.instructions.change_pct == pytest.approx(0.0528, abs=1e-4)  # two runs of the same code, 0.05% apart
+    assert comparison.exit_status == 0 and comparison.regressions == () and comparison.inconclusive == ()
+    assert comparison.notes == ("1 case whose wall time was inconclusive called by instructions",)
+
+
+def test_counts_decide_a_counted_case_its_wall_time_call_beside_and_a_case_without_counts_is_called_by_time() -> None:
+    """Two runs whose wall times differ by 20% while their instructions do not: the load moved, the code did not."""
+    aa = call(row("m", [10.0] * 3, instructions=counted(1e6)), row("m", [12.0] * 3, instructions=counted(1.0001e6)))
+    assert (aa.call, aa.reason, aa.wall_call, aa.counts_call) == ("same", "instructions", "slower", "same")
+    fewer = call(row("m", [10.0] * 3, instructions=counted(1e6)), row("m", [12.0] * 3, instructions=counted(0.98e6)))
+    assert (fewer.call, fewer.reason, fewer.wall_call) == ("faster", "instructions", "slower")
+    timed = call(row("m", [10.0] * 3), row("m", [8.0] * 3))
+    assert (timed.call, timed.reason) == ("faster", "wall time")
+    uncounted = call(row("m", [10.0], instructions=counted(1e6)), row("m", [10.0], instructions=counted(None, None, "no valgrind")))
+    assert (uncounted.call, uncounted.counts_call, uncounted.instructions, uncounted.reason) == ("same", None, None, "wall time")
+    elsewhere = dataclasses.replace(counted(1.1e6), method="perf")
+    assert call(row("m", [10.0], instructions=counted(1e6)), row("m", [10.0], instructions=elsewhere)).counts_call is None
+    failed = call(row("m", [10.0], instructions=counted(1e6)), row("m", [], status="failed"))
+    assert (failed.call, failed.reason, failed.wall_call) == ("new failure", None, None)
+
+
+def test_the_table_shows_both_tiers_calls_only_where_a_case_was_counted() -> None:
+    base = side(row("m", [10.0], instructions=counted(1e6)), row("n", [10.0]))
+    new = side(row("m", [10.0], instructions=counted(1.0135e6)), row("n", [10.0]))
+    text = render_comparison(compare(base, new))
+    header, _, first, second = text.split("\n\n")[1].splitlines()
+    assert header.split()[:8] == ["call", "by", "time", "by", "instructions", "model", "mode", "device"]
+    assert first.split()[:5] == ["slower", "same", "slower", "+1.35%", "m"]
+    assert second.split()[:3] == ["same", "same", "n"]
+    assert "past the 1% instructions threshold and both sides' spread" in text.split("\n\n")[2]
+    assert "by instructions" not in render_comparison(compare(side(row("n", [10.0])), side(row("n", [10.0]))))
+
+
+def test_an_instructions_regression_exits_1_through_the_cli_and_its_json_says_by_which_tier(tmp_path: Path) -> None:
+    from torchbenchmark.cli import main
+
+    for folder, per_step in (("base", 1_000_000), ("new", 1_013_500)):
+        record = RunRecord(f"20260101T000000.000000Z-{folder}", ENV, None, (row("m", [10.0], instructions=counted(per_step)),))
+        (tmp_path / f"{folder}.json").write_text(dumps(record.to_dict()))
+    base, new, document = str(tmp_path / "base.json"), str(tmp_path / "new.json"), tmp_path / "c.json"
+    assert main(["compare", base, new, "--json", str(document)]) == 1
+    data = json.loads(document.read_text())
+    (case,) = data["cases"]
+    assert (case["call"], case["reason"], case["wall_call"], case["counts_call"]) == ("slower", "instructions", "same", "slower")
+    assert case["instructions"]["change_pct"] == pytest.approx(1.35) and data["instructions_threshold_pct"] == 1.0
+    assert main(["compare", base, new, "--instructions-threshold", "2"]) == 0
+    assert main(["compare", base, base]) == 0  # the same counts: nothing to call
+
+
+def test_the_instructions_threshold_must_be_zero_or_more() -> None:
+    with pytest.raises(ValueError, match=r"^instructions threshold must be a percentage of 0 or more, got -1.0$"):
+        compare(side(row("m", [10.0])), side(row("m", [10.0])), instructions_threshold_pct=-1.0)
+
+
+# -- op events per step, exact: a change is named ---------------------------------------------------------
+
+
+def test_op_events_that_moved_beyond_rounding_are_named_on_the_case() -> None:
+    def events(call_events: float, ops: float = 10) -> Dispatch:
+        return Dispatch("compute-bound", 0.1, ops, 1, 1, events_per_step={"call": call_events, "nested": 40.0})
+
+    moved = call(row("m", [10.0], dispatch=events(300.0)), row("m", [10.0], dispatch=events(303.0, ops=13)))
+    assert moved.op_events == {"call": (300.0, 303.0), "ops": (10, 13)}
+    assert moved.notes == ("op events per step changed: call 300 -> 303, ops 10 -> 13",) and moved.call == "same"
+    rounding = call(row("m", [10.0], dispatch=events(300.0)), row("m", [10.0], dispatch=events(300.4)))
+    assert (rounding.op_events, rounding.notes) == ({}, ())
+
+
+# -- marks beside a call, and what would decide an inconclusive case -------------------------------------
+
+
+def test_a_mark_on_a_side_whose_spread_still_sees_it_stands_beside_the_call() -> None:
+    spread_steps = row("m", [12.0] * 3, step_time=StepTime(12.0, 6.0, 12.0, 10))  # IQR 50% of the median
+    case = call(row("m", [10.0] * 3), spread_steps)
+    assert case.call == "slower" and case.notes == ("new is marked: IQR 50% of the median",)
+    assert compare(side(row("m", [10.0] * 3)), side(spread_steps)).exit_status == 1
+    same = call(row("m", [10.0] * 3), dataclasses.replace(spread_steps, samples=Samples((10.0,) * 3, ((10.0, 10.0),) * 3)))
+    assert same.call == "same" and same.notes == ("new is marked: IQR 50% of the median",)
+
+
+def test_processes_apart_mark_the_row_beyond_a_quarter_of_their_median() -> None:
+    assert row("m", [10.0, 12.0, 8.0]).untrustworthy_reasons == ("noisy: processes 40% apart",)
+    assert row("m", [10.0, 12.5, 10.0]).untrustworthy_reasons == ()  # 25%: at the threshold
+    assert row("m", [10.0]).untrustworthy_reasons == () and processes_apart(()) == 0.0
+
+
+def test_an_inconclusive_case_says_how_many_processes_a_side_would_decide_it() -> None:
+    # Windows 20% apart on both sides, one process each: a spread of log(1.2) / sqrt(2) = 0.129 catches only 80.6%.
+    # Decided takes (1.96 + 1.2816) x 0.129 x sqrt(2 / n) <= log(1.2): n = 11.
+    windows = ((10.0, 12.0),)
+    case = call(ok(medians=(10.0,), windows=windows), ok(medians=(10.0,), windows=windows))
+    assert case.call == "inconclusive" and case.processes_to_decide == 11
+    assert case.processes_to_decide == processes_needed(math.log(1.2) / math.sqrt(2), 1.2, 5.0)
+    assert case.notes == ("it catches only slowdowns of 80.6% or more (4x the threshold is 20%): --repeat 11 a side would decide it",)
+    eleven = call(ok(medians=(10.0,) * 11, windows=windows * 11), ok(medians=(10.0,) * 11, windows=windows * 11))
+    assert (eleven.call, eleven.processes_to_decide) == ("same", None) and eleven.detectable_pct <= 20
+    ten = call(ok(medians=(10.0,) * 10, windows=windows * 10), ok(medians=(10.0,) * 10, windows=windows * 10))
+    assert (ten.call, ten.processes_to_decide) == ("inconclusive", 11)
+    assert compare(side(row("m", [10.0], samples=Samples((10.0,), windows))), side(row("m", [10.0]))).to_dict()["cases"][0][
+        "processes_to_decide"
+    ] == processes_needed(math.log(1.2) / 2, 1.2, 5.0)
+
+
+def test_a_spread_the_processes_give_is_judged_with_students_t_at_their_count() -> None:
+    # Processes 10% apart on both sides: an estimated spread, so the t quantile of 2n - 2 degrees of freedom.
+    wide = call(ok(medians=(10.0, 11.0)), ok(medians=(10.0, 11.0)))
+    assert wide.call == "inconclusive" and wide.estimate.df == 2
+    n = wide.processes_to_decide
+    assert n == processes_needed(wide.estimate.spread, 1.2, 5.0, estimated=True) and n > processes_needed(wide.estimate.spread, 1.2, 5.0)
+    estimate = RatioEstimate(
+        1.0, 1.0, math.exp(t95(2 * n - 2) * wide.estimate.spread * math.sqrt(2 / n)), wide.estimate.spread, n, n, 2 * n - 2
+    )
+    assert estimate.detectable_pct(5.0) <= 20

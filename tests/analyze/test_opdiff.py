@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.sweeps import diagnose
 from torchbenchmark.analyze.compare import compare, with_op_diffs
 from torchbenchmark.analyze.opdiff import op_diff, trace_ops
 from torchbenchmark.analyze.trace import load_events
 from torchbenchmark.report.page import render_comparison_report
 from torchbenchmark.report.tables import render_comparison
 from torchbenchmark.results.records import RunRecord, summary_of_records
-from torchbenchmark.results.schema import CaseResult, Samples, StepTime, Traces
+from torchbenchmark.results.schema import CaseResult, Dispatch, Instructions, Samples, StepTime, Traces
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 ENV = {"host": "h", "cpu": "c", "cpu_count": 2, "torch": "2", "threads": 1}
@@ -114,18 +115,50 @@ def test_every_case_with_ops_and_a_missing_trace_said_for_its_case(tmp_path: Pat
 @pytest.mark.slow
 def test_compare_names_the_added_op_first_with_its_calls_going_from_base_to_new(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from tests.helpers.explain_models import ElementwiseAdded, ElementwiseBase
-    from torchbenchmark.api import collect_diagnostics
     from torchbenchmark.cli import compare as compare_cli
     from torchbenchmark.results.spec import Budget
 
-    budget = Budget(warmup_s=0.5, measure_s=0.3, edge_calls=1)
+    budget = Budget(warmup_s=0.5, measure_s=0.3, edge_calls=1, replay_sessions=1)
     for cls, folder in ((ElementwiseBase, "base"), (ElementwiseAdded, "new")):
-        row = collect_diagnostics(cls, "eval", out_dir=tmp_path / folder, budget=budget, detailed=False)
+        row = diagnose(cls, "eval", out_dir=tmp_path / folder, budget=budget, detailed=False)
         assert row.status == "ok", row.error
     document = tmp_path / "compare.json"
-    compare_cli.run(tmp_path / "base", tmp_path / "new", 5.0, compare_cli.Outputs(json=document), ops=True)
+    compare_cli.run(tmp_path / "base", tmp_path / "new", 5.0, compare_cli.Outputs(json=document), compare_cli.Reading(ops=True))
     (case,) = json.loads(document.read_text())["cases"]
     first = case["ops"]["ops"][0]
     assert first["name"] == "aten::add", case["ops"]
     assert (first["base_calls_per_step"], first["new_calls_per_step"]) == (5, 105)
     assert "ops that moved: elementwise eval cpu" in capsys.readouterr().out
+
+
+def _counted(folder: Path, per_step: float, call_events: float) -> object:
+    """One case the same by its step times, with instructions and op events per step counted."""
+    row = CaseResult(
+        model="m",
+        mode="eval",
+        device="cpu",
+        status="ok",
+        step_time=StepTime(1.0, 0.01, 1.0, 200),
+        samples=Samples((1.0,), ((1.0, 1.0),)),
+        traces=Traces(TRACE),
+        dispatch=Dispatch("dispatch-bound", 0.8, call_events, 1.0, 1.0, events_per_step={"call": call_events}),
+        instructions=Instructions(per_step=per_step, spread_pct=0.05, steps=5),
+    )
+    return summary_of_records([RunRecord("20261201T000000.000000Z-abcd", ENV, rows=(row,))], str(folder))
+
+
+def test_a_case_called_by_instructions_or_whose_op_events_moved_gets_its_op_diff(tmp_path: Path) -> None:
+    base_dir, new_dir = tmp_path / "base", tmp_path / "new"
+    _write(base_dir, _data("opdiff_base"))
+    _write(new_dir, _data("opdiff_new"))
+    base, new = _counted(base_dir, 1e6, 9), _counted(new_dir, 1.0135e6, 109)
+    (case,) = with_op_diffs(compare(base, new), base, new, (base_dir, new_dir)).cases
+    assert (case.call, case.reason, case.wall_call) == ("slower", "instructions", "same")
+    assert case.ops is not None and case.ops.first.name == "aten::add" and case.op_events == {"call": (9, 109), "ops": (9, 109)}
+    # The same instructions, but the op events moved: no call, and the diff names the ops all the same.
+    base, new = _counted(base_dir, 1e6, 9), _counted(new_dir, 1e6, 109)
+    (case,) = with_op_diffs(compare(base, new), base, new, (base_dir, new_dir)).cases
+    assert case.call == "same" and case.ops is not None and "op events per step changed: call 9 -> 109, ops 9 -> 109" in case.notes
+    unmoved = _counted(new_dir, 1e6, 9)
+    (case,) = with_op_diffs(compare(base, unmoved), base, unmoved, (base_dir, new_dir)).cases
+    assert case.call == "same" and case.ops is None and case.ops_note is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 import time
@@ -61,10 +62,13 @@ def test_a_row_is_contended_when_too_few_steps_ran_clean_and_says_how_much_its_t
     assert no_psi.contended[0].endswith("(load average 2.5)") and not no_psi.intra_op_wait
 
 
-def test_other_work_on_the_machine_marks_a_row_even_when_no_step_waited() -> None:
+def test_other_work_elsewhere_on_the_machine_is_information_not_a_mark() -> None:
+    """The case's threads had the CPUs they asked for: no wait, so no mark, however busy the rest of the machine."""
     shared = split_of(steps(10), machine=(0.0, 50.0, 2.0))
-    assert shared.contended == ("contended: other work took 50% of the machine's CPUs while it ran",)
-    assert split_of(steps(10), machine=(0.0, 5.0, 1.0)).contended == ()
+    assert (shared.contended, shared.shared, shared.other_work_pct) == ((), True, 50.0)
+    assert not split_of(steps(10), machine=(0.0, 5.0, 1.0)).shared
+    waited = split_of(steps(1) + steps(9, wait_ms=0.5), machine=(40.0, 50.0, 2.0))  # its own threads waited: marked
+    assert waited.contended == ("contended: its threads waited 45% of the step for a CPU (machine CPU pressure 40%)",)
 
 
 def test_a_window_shorter_than_the_tick_clock_can_resolve_gives_no_other_work_figure() -> None:
@@ -166,15 +170,25 @@ def side(*rows: CaseResult) -> object:
     return summary_of_records([RunRecord("r", env, None, rows)], "side")
 
 
-def test_a_marked_side_makes_a_case_inconclusive_whatever_its_ratio() -> None:
-    busy = split_of(steps(1) + steps(9, wait_ms=0.5))
+def test_a_side_whose_threads_waited_holds_the_wait_in_its_spread_so_its_case_cannot_see() -> None:
+    busy = split_of(steps(1) + steps(9, wait_ms=0.5))  # its threads waited 45% of the step
     comparison = compare(side(row_with(None, 10.0)), side(row_with(busy, 10.0)))
     (case,) = comparison.cases
-    assert case.call == "inconclusive" and case.notes[-1].startswith("new is marked: contended")
-    assert comparison.exit_status == 3
-    assert comparison.notes[0].startswith("1 inconclusive: 1 with a side marked untrustworthy")
+    assert case.call == "inconclusive" and case.estimate.spread == pytest.approx(math.log(1.45))
+    assert case.notes[0].endswith(": a side's threads waited for a CPU; a quieter machine would decide it")
+    assert case.notes[-1].startswith("new is marked: contended") and case.processes_to_decide is None
+    assert comparison.exit_status == 3 and comparison.notes[0].startswith("1 inconclusive: the measurement could not see")
     slower = compare(side(row_with(None, 10.0)), side(row_with(busy, 20.0)))
     assert slower.cases[0].call == "inconclusive" and slower.exit_status == 3  # the wait may be what slowed it
+
+
+def test_a_side_beside_other_work_whose_threads_did_not_wait_is_compared_on_its_steps() -> None:
+    shared = split_of(steps(10), machine=(0.0, 60.0, 2.0))
+    quiet = [row_with(None, 10.0, samples=(10.0,) * 3)]
+    comparison = compare(side(quiet[0]), side(row_with(shared, 12.0, samples=(12.0,) * 3)))
+    assert (comparison.cases[0].call, comparison.cases[0].notes, comparison.exit_status) == ("slower", (), 1)
+    alike = compare(side(row_with(shared, 10.0, samples=(10.0,) * 3)), side(row_with(shared, 10.0, samples=(10.0,) * 3)))
+    assert (alike.cases[0].call, alike.exit_status) == ("same", 0)
 
 
 def test_a_case_that_cannot_see_is_inconclusive_and_its_figures_read_as_such(tmp_path: Path, capsys) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 import sys
@@ -16,7 +17,9 @@ from torchbenchmark.results.schema import (
     UNTRUSTWORTHY_IQR_FRACTION,
     CaseResult,
     Measurement,
+    Samples,
     StepTime,
+    TimeSplit,
     Warmup,
     format_ms,
 )
@@ -142,3 +145,57 @@ def test_a_jittery_model_is_marked_on_the_progress_line_in_the_summary_and_at_th
     assert "1 row not to be trusted" in done.stderr and "rerun it on a quieter machine" in done.stderr
     summary_row = next(line for line in (tmp_path / "summary.txt").read_text().splitlines() if line.startswith("jittery"))
     assert "UNTRUSTWORTHY: IQR" in summary_row
+
+
+def split(
+    waiting_pct: float = 0.0, kept: int = 20, other_work_pct: float | None = 60.0, profiled_waiting_pct: float | None = None
+) -> TimeSplit:
+    """What the kernel saw of 20 measured (and 5 profiled) steps, on a machine whose other work took ``other_work_pct``."""
+    return TimeSplit(
+        method="schedstat",
+        on_cpu_pct=100.0 - waiting_pct,
+        waiting_pct=waiting_pct,
+        blocked_pct=0.0,
+        others_waiting_pct=0.0,
+        steps_measured=20,
+        steps_kept=kept,
+        pressure_pct=30.0,
+        other_work_pct=other_work_pct,
+        profiled_waiting_pct=profiled_waiting_pct,
+        profiled_steps_kept=None if profiled_waiting_pct is None else 0,
+        profiled_steps=None if profiled_waiting_pct is None else 5,
+    )
+
+
+def test_other_work_beside_a_case_whose_threads_did_not_wait_and_whose_steps_agree_is_no_mark() -> None:
+    """Beside two CPU hogs at one thread: a CPU to spare, every step clean and tight. Information, not a mark."""
+    shared = dataclasses.replace(row(), time_split=split(other_work_pct=68.0))
+    assert shared.untrustworthy_reasons == () and "UNTRUSTWORTHY" not in repr(shared)
+    assert shared.time_split.shared and CaseResult.from_dict(shared.to_dict()).time_split.other_work_pct == 68.0  # kept, shown
+
+
+@pytest.mark.parametrize(
+    ("time_split", "reason"),
+    [
+        (split(waiting_pct=45.0, kept=2), "contended: its threads waited 45% of the step for a CPU (machine CPU pressure 30%)"),
+        (split(waiting_pct=45.0, kept=2, other_work_pct=None), "contended: its threads waited 45% of the step"),
+        (split(profiled_waiting_pct=50.0), "contended while profiled: its threads waited 50% of the profiled step for a CPU"),
+    ],
+)
+def test_a_case_whose_own_threads_waited_for_a_cpu_is_still_marked_contended(time_split: TimeSplit, reason: str) -> None:
+    marked = dataclasses.replace(row(), time_split=time_split)
+    assert any(r.startswith(reason) for r in marked.untrustworthy_reasons), marked.untrustworthy_reasons
+
+
+def test_steps_that_spread_or_processes_that_disagree_mark_a_row_beside_other_work() -> None:
+    spread = dataclasses.replace(row(iqr_ms=30.0), time_split=split())
+    assert spread.untrustworthy_reasons == ("IQR 30% of the median",)
+    apart = dataclasses.replace(row(), samples=Samples((100.0, 130.0, 95.0)), time_split=split())
+    assert apart.untrustworthy_reasons == ("noisy: processes 35% apart",)
+    agree = dataclasses.replace(row(), samples=Samples((100.0, 102.0, 99.0)), time_split=split())
+    assert agree.untrustworthy_reasons == ()
+
+
+def test_enough_clean_steps_keep_a_row_unmarked_however_long_the_others_waited() -> None:
+    """The stretched steps are left out of the step time: what is left did not wait."""
+    assert dataclasses.replace(row(), time_split=split(waiting_pct=45.0, kept=18)).untrustworthy_reasons == ()

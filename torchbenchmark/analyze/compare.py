@@ -1,11 +1,10 @@
-"""Comparing two runs case by case: each case's step-time ratio with its interval, and a call a CI job can gate on.
+"""Comparing two runs case by case: each case's calls by wall time and by counts, and a call a CI job can gate on.
 
-A case is ``slower`` only when the ratio is past the practical threshold (default 5%) *and* its interval
-excludes 1; ``faster`` likewise. A verdict that flips beyond both rows' overhead intervals is ``verdict
-changed``. A case whose row on either side is marked (contended, noisy, too few steps), or whose
-measurement could not catch a slowdown of ``INCONCLUSIVE_BEYOND`` times the threshold, is ``inconclusive``:
-a gate that cannot see does not say "same". Everything else within the threshold or within noise is
-``same``. The statistics are ``analyze.ratios``. Which ops moved (``with_op_diffs``): ``analyze.opdiff``.
+Each case ok on both sides is called by its step times (``analyze.walltime``: slower or faster past the
+threshold and outside noise, inconclusive where its measurement cannot see a slowdown of four thresholds)
+and, where both sides counted instructions, by its counts (``analyze.counts``); a slowdown either sees
+stands, and counts that see no change decide a case time could not. A side's marks (noisy, spread,
+contended) are noted beside the call, not instead of it. Which ops moved (``with_op_diffs``): ``analyze.opdiff``.
 """
 
 from __future__ import annotations
@@ -16,24 +15,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from torchbenchmark.analyze.opdiff import OpDiff, TraceOps, op_diff, read_trace_ops
-from torchbenchmark.analyze.ratios import (
-    MOST_PROCESSES,
-    PROCESS_NOISE_FLOOR,
-    RatioEstimate,
-    log_sd,
-    processes_needed,
-    ratio_interval,
-    run_noise,
+from torchbenchmark.analyze.counts import (
+    DEFAULT_INSTRUCTIONS_THRESHOLD_PCT,
+    InstructionsChange,
+    combined_call,
+    events_moved,
+    events_note,
+    instructions_change,
 )
-from torchbenchmark.analyze.verdict import verdicts_between
+from torchbenchmark.analyze.opdiff import OpDiff, TraceOps, op_diff, read_trace_ops
+from torchbenchmark.analyze.ratios import PROCESS_NOISE_FLOOR, RatioEstimate, run_noise
+from torchbenchmark.analyze.walltime import INCONCLUSIVE_BEYOND, process_medians, row_verdict, wall_time
 from torchbenchmark.results.codec import encode
 from torchbenchmark.results.frames import dataframe
 from torchbenchmark.results.records import Summary, changed, machine_fingerprint
 from torchbenchmark.results.schema import FAILURES, REGRESSIONS, Call, CaseResult, Status
 
 DEFAULT_THRESHOLD_PCT = 5.0
-INCONCLUSIVE_BEYOND = 4  # a case that cannot catch a slowdown of this many thresholds cannot say "same"
 EXIT_INCONCLUSIVE = 3
 
 
@@ -55,6 +53,12 @@ class CaseComparison:
     detectable_pct: float | None = None  # the smallest slowdown this case's measurement catches 9 times in 10
     ops: OpDiff | None = None  # which ops moved, from both sides' light traces (with_op_diffs)
     ops_note: str | None = None  # why a case whose ops were asked for has none
+    wall_call: Call | None = None  # the step times' call; None where a side has none
+    counts_call: Call | None = None  # the instructions' call; None where a side was not counted
+    reason: str | None = None  # which tier made the call: "instructions" or "wall time" (None: the statuses did)
+    instructions: InstructionsChange | None = None  # both sides' instructions per step, where both were counted
+    op_events: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)  # kinds that moved: (base, new)
+    processes_to_decide: int | None = None  # an inconclusive time's processes a side that would see the threshold
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -65,12 +69,13 @@ class CaseComparison:
 
     def record(self) -> dict[str, Any]:
         """Flat: the estimate's fields as columns of their own, the notes as one string."""
-        data = {key: value for key, value in self.to_dict().items() if key not in ("estimate", "ops")}
+        data = {key: value for key, value in self.to_dict().items() if key not in ("estimate", "ops", "instructions", "op_events")}
         estimate = self.estimate
         data.update(
             ratio=estimate.ratio if estimate else None,
             low=estimate.low if estimate else None,
             high=estimate.high if estimate else None,
+            instructions_change_pct=self.instructions.change_pct if self.instructions else None,
             notes="; ".join(self.notes),
         )
         return data
@@ -86,6 +91,7 @@ class Comparison:
     cases: tuple[CaseComparison, ...]
     notes: tuple[str, ...] = ()
     run_noise: float | None = None  # the noise between the two runs, per process (analyze.ratios.run_noise)
+    instructions_threshold_pct: float = DEFAULT_INSTRUCTIONS_THRESHOLD_PCT
 
     @property
     def regressions(self) -> tuple[CaseComparison, ...]:
@@ -127,6 +133,7 @@ class Comparison:
             "base": self.base,
             "new": self.new,
             "threshold_pct": self.threshold_pct,
+            "instructions_threshold_pct": self.instructions_threshold_pct,
             "confidence": 0.95,
             "process_noise_floor": PROCESS_NOISE_FLOOR,
             "run_noise": self.run_noise,
@@ -136,38 +143,6 @@ class Comparison:
             "notes": list(self.notes),
             "cases": [case.to_dict() for case in self.cases],
         }
-
-
-def process_medians(row: CaseResult) -> list[float]:
-    if row.samples.process_medians_ms:
-        return list(row.samples.process_medians_ms)
-    return [row.step_time.median_ms] if row.step_time else []
-
-
-def _window_spread(*rows: CaseResult) -> float:
-    """How far apart one process's measurement windows were, as a log-scale spread: a noisy run's floor."""
-    return log_sd([windows for row in rows for windows in row.samples.window_medians_ms])[0]
-
-
-def _verdict(row: CaseResult) -> str | None:
-    return row.dispatch.verdict if row.dispatch else None
-
-
-def _verdicts_in_reach(row: CaseResult) -> set[str]:
-    """The verdicts a row's overhead interval reaches: its own, and those across the thresholds it crosses."""
-    if row.dispatch is None:
-        return set()
-    if row.dispatch.overhead_interval is None:
-        return {row.dispatch.verdict}
-    return {row.dispatch.verdict, *verdicts_between(*row.dispatch.overhead_interval)}
-
-
-def _settle(estimate: RatioEstimate, threshold_pct: float) -> str:
-    """The advice for a case past the threshold but within noise: how many processes a side would settle it."""
-    n = processes_needed(estimate.spread, estimate.ratio, threshold_pct)
-    if n is None:
-        return f"settling a change this size takes over {MOST_PROCESSES} processes a side"
-    return f"{n} processes a side would settle a change this size (--repeat {n}, or {n} turns and --pool)"
 
 
 def _environment_notes(base_env: dict[str, Any], new_env: dict[str, Any]) -> list[str]:
@@ -181,6 +156,14 @@ def _environment_notes(base_env: dict[str, Any], new_env: dict[str, Any]) -> lis
     return notes
 
 
+def _marks(base: CaseResult, new: CaseResult) -> list[str]:
+    """Each side's first mark, noted beside the call (one note where both sides carry the same)."""
+    marks = {side: row.untrustworthy_reasons[0] for side, row in (("base", base), ("new", new)) if row.untrustworthy_reasons}
+    if len(marks) == 2 and marks["base"] == marks["new"]:
+        return [f"both sides are marked: {marks['base']}"]
+    return [f"{side} is marked: {reason}" for side, reason in marks.items()]
+
+
 def _status_call(base: CaseResult, new: CaseResult) -> tuple[Call, list[str]]:
     """The call of a case that did not end ok on both sides."""
     if new.status in FAILURES and base.status not in FAILURES:
@@ -192,31 +175,20 @@ def _status_call(base: CaseResult, new: CaseResult) -> tuple[Call, list[str]]:
     return Call.NOT_COMPARED, [f"{base.status} -> {new.status}"]
 
 
-def _timed_call(base: CaseResult, new: CaseResult, estimate: RatioEstimate, threshold_pct: float) -> tuple[Call, list[str]]:
-    """The call of a case timed on both sides, from its ratio's interval and its verdicts."""
-    threshold = 1.0 + threshold_pct / 100.0
-    flipped, shared = _verdict(base) != _verdict(new), _verdicts_in_reach(base) & _verdicts_in_reach(new)
-    if estimate.ratio > threshold and estimate.low > 1.0:
-        call = Call.SLOWER
-    elif estimate.ratio < 1.0 / threshold and estimate.high < 1.0:
-        call = Call.FASTER
-    elif flipped and not shared:
-        call = Call.VERDICT_CHANGED
-    else:
-        call = Call.SAME
-    notes = []
-    if flipped and call != Call.VERDICT_CHANGED:
-        reach = f" (borderline: both intervals reach {' and '.join(sorted(shared))})" if call == Call.SAME else ""
-        notes.append(f"verdict {_verdict(base)} -> {_verdict(new)}{reach}")
-    if call == Call.SAME and abs(estimate.change_pct) > threshold_pct:
-        notes.append(f"past the threshold but within noise: {_settle(estimate, threshold_pct)}")
-    return call, notes
-
-
 def compare_rows(
-    base: CaseResult, new: CaseResult, threshold_pct: float, base_env: dict[str, Any], new_env: dict[str, Any], noise: float = 0.0
+    base: CaseResult,
+    new: CaseResult,
+    threshold_pct: float,
+    base_env: dict[str, Any],
+    new_env: dict[str, Any],
+    noise: float = 0.0,
+    instructions_threshold_pct: float = DEFAULT_INSTRUCTIONS_THRESHOLD_PCT,
 ) -> CaseComparison:
-    """Call one case present on both sides; ``noise`` is the two runs' ``run_noise``, a floor under its spread."""
+    """Call one case present on both sides; ``noise`` is the two runs' ``run_noise``, a floor under its spread.
+
+    Its wall-time call (``analyze.walltime``) and, where both sides counted instructions, the counts' call
+    (``analyze.counts``) make the case's call; a side's marks are noted beside it.
+    """
     fields: dict[str, Any] = dict(
         model=new.model,
         mode=new.mode,
@@ -226,48 +198,41 @@ def compare_rows(
         new_ms=new.step_time.median_ms if new.step_time else None,
         base_status=base.status,
         new_status=new.status,
-        base_verdict=_verdict(base),
-        new_verdict=_verdict(new),
+        base_verdict=row_verdict(base),
+        new_verdict=row_verdict(new),
     )
     notes = [f"batch size {base.batch_size} -> {new.batch_size}"] if base.batch_size != new.batch_size else []
     notes += _environment_notes(base_env, new_env)
     if base.status != Status.OK or new.status != Status.OK:
         call, more = _status_call(base, new)
         return CaseComparison(**fields, call=call, notes=tuple(notes + more))
-    base_samples, new_samples = process_medians(base), process_medians(new)
-    if not base_samples or not new_samples:
-        return CaseComparison(**fields, call=Call.NOT_COMPARED, notes=(*notes, "no step times"))
-    estimate = ratio_interval(base_samples, new_samples, max(_window_spread(base, new), noise))
-    call, more = _timed_call(base, new, estimate, threshold_pct)
-    doubt = _doubt(base, new, estimate, threshold_pct, call)
-    if doubt:
-        call, more = Call.INCONCLUSIVE, [*more, doubt]
+    counted = instructions_change(base, new)
+    moved = events_moved(base, new)
+    ops_moved = sum(after - before for before, after in moved.values()) if moved else 0.0
+    counts = None if counted is None else counted.call(instructions_threshold_pct, ops_moved)
+    beside = _marks(base, new) + ([events_note(moved)] if moved else [])
+    fields.update(instructions=counted, counts_call=counts, op_events=moved)
+    timed = wall_time(base, new, threshold_pct, noise)
+    if timed is None:
+        call, reason = combined_call(Call.NOT_COMPARED, counts)
+        return CaseComparison(**fields, call=call, reason=reason if counts else None, notes=(*notes, "no step times", *beside))
+    call, reason = combined_call(timed.call, counts)
     return CaseComparison(
-        **fields, call=call, estimate=estimate, notes=tuple(notes + more), detectable_pct=estimate.detectable_pct(threshold_pct)
+        **fields,
+        call=call,
+        wall_call=timed.call,
+        reason=reason,
+        estimate=timed.estimate,
+        notes=(*notes, *timed.notes, *beside),
+        detectable_pct=timed.estimate.detectable_pct(threshold_pct),
+        processes_to_decide=timed.processes_to_decide,
     )
-
-
-def _doubt(base: CaseResult, new: CaseResult, estimate: RatioEstimate, threshold_pct: float, call: Call) -> str | None:
-    """Why a case's call cannot be trusted, or None: a side is marked (whatever it was called), or a case
-    called the same could not have seen a slowdown worth gating on."""
-    for side, row in (("base", base), ("new", new)):
-        if row.untrustworthy_reasons:
-            return f"{side} is marked: {row.untrustworthy_reasons[0]}"
-    catches = estimate.detectable_pct(threshold_pct)
-    if call == Call.SAME and catches > INCONCLUSIVE_BEYOND * max(threshold_pct, 1.0):
-        return f"it catches only slowdowns of {shown_pct(catches)} or more ({INCONCLUSIVE_BEYOND}x the threshold is {INCONCLUSIVE_BEYOND * threshold_pct:g}%)"
-    return None
-
-
-def shown_pct(value: float) -> str:
-    """A percentage as read: past 1000%, a figure says nothing more than that."""
-    return "> 1000%" if value > 1000 else f"{value:.1f}%"
 
 
 def _one_side(key: tuple[str, str, str, str], row: CaseResult, call: Call) -> CaseComparison:
     side = "base" if call == Call.ONLY_IN_BASE else "new"
     ms = row.step_time.median_ms if row.step_time else None
-    return CaseComparison(*key, call=call, **{f"{side}_ms": ms, f"{side}_status": row.status, f"{side}_verdict": _verdict(row)})
+    return CaseComparison(*key, call=call, **{f"{side}_ms": ms, f"{side}_status": row.status, f"{side}_verdict": row_verdict(row)})
 
 
 def _run_notes(base: Summary, new: Summary, noise: float | None) -> list[str]:
@@ -292,23 +257,31 @@ def _run_notes(base: Summary, new: Summary, noise: float | None) -> list[str]:
     return notes
 
 
-def _inconclusive_note(cases: list[CaseComparison]) -> list[str]:
-    doubtful = [case for case in cases if case.call == Call.INCONCLUSIVE]
-    if not doubtful:
-        return []
-    marked = sum(any(note.startswith(("base is marked", "new is marked")) for note in case.notes) for case in doubtful)
-    parts = [f"{marked} with a side marked untrustworthy"] * bool(marked)
-    parts += [f"{len(doubtful) - marked} whose measurement could not see a slowdown of {INCONCLUSIVE_BEYOND}x the threshold"] * bool(
-        len(doubtful) - marked
-    )
-    them = "it" if len(doubtful) == 1 else "them"
-    return [f"{len(doubtful)} inconclusive: {' and '.join(parts)}; rerun {them} on a quieter machine or with more processes a side"]
+def _tier_notes(cases: list[CaseComparison]) -> list[str]:
+    """What the calls rest on: the cases time could not decide, and those the counts decided in its place."""
+    notes = []
+    if doubtful := [case for case in cases if case.call == Call.INCONCLUSIVE]:
+        them = "it" if len(doubtful) == 1 else "them"
+        notes.append(
+            f"{len(doubtful)} inconclusive: the measurement could not see a slowdown of {INCONCLUSIVE_BEYOND}x the threshold; "
+            f"rerun {them} with the processes a side each names, or on a quieter machine"
+        )
+    if decided := [case for case in cases if case.wall_call == Call.INCONCLUSIVE and case.call != Call.INCONCLUSIVE]:
+        cases_word = "case" if len(decided) == 1 else "cases"
+        notes.append(f"{len(decided)} {cases_word} whose wall time was inconclusive called by instructions")
+    return notes
 
 
-def compare(base: Summary, new: Summary, threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> Comparison:
+def compare(
+    base: Summary,
+    new: Summary,
+    threshold_pct: float = DEFAULT_THRESHOLD_PCT,
+    instructions_threshold_pct: float = DEFAULT_INSTRUCTIONS_THRESHOLD_PCT,
+) -> Comparison:
     """Compare two loaded results. Raises ValueError when the two sides have no case in common."""
-    if not threshold_pct >= 0:
-        raise ValueError(f"threshold must be a percentage of 0 or more, got {threshold_pct}")
+    for name, value in (("threshold", threshold_pct), ("instructions threshold", instructions_threshold_pct)):
+        if not value >= 0:
+            raise ValueError(f"{name} must be a percentage of 0 or more, got {value}")
     base_rows, new_rows = {row.key: row for row in base.rows}, {row.key: row for row in new.rows}
     if not base_rows.keys() & new_rows.keys():
         raise ValueError(f"{base.source} and {new.source} have no case in common (model, mode, device, variant)")
@@ -323,26 +296,29 @@ def compare(base: Summary, new: Summary, threshold_pct: float = DEFAULT_THRESHOL
             cases.append(_one_side(key, new_rows[key], Call.ONLY_IN_NEW))
         else:
             b, n = base_rows[key], new_rows[key]
-            cases.append(compare_rows(b, n, threshold_pct, base.environment_of(b), new.environment_of(n), noise or 0.0))
+            environments = base.environment_of(b), new.environment_of(n)
+            cases.append(compare_rows(b, n, threshold_pct, *environments, noise or 0.0, instructions_threshold_pct))
     order = {call: i for i, call in enumerate(Call)}
     cases.sort(key=lambda case: order[case.call])  # regressions first
-    notes = _inconclusive_note(cases) + _run_notes(base, new, noise)
-    return Comparison(base.source, new.source, threshold_pct, tuple(cases), tuple(notes), noise)
+    notes = _tier_notes(cases) + _run_notes(base, new, noise)
+    return Comparison(base.source, new.source, threshold_pct, tuple(cases), tuple(notes), noise, instructions_threshold_pct)
 
 
-# The calls whose ops are listed unless every case's are asked for.
+# The calls whose ops are listed unless every case's are asked for; a case whose op events per step moved
+# gets its diff whatever its call, since the diff names the ops added or gone.
 OPS_FOR = (Call.SLOWER, Call.FASTER, Call.INCONCLUSIVE, Call.VERDICT_CHANGED)
 
 
 def with_op_diffs(comparison: Comparison, base: Summary, new: Summary, roots: tuple[Path, Path], every: bool = False) -> Comparison:
     """``comparison`` with each case's op diff, from both sides' light traces (paths under ``roots``, each side's
-    output folder): the cases called one of ``OPS_FOR``, or with ``every`` each case ok on both sides."""
+    output folder): the cases called one of ``OPS_FOR`` or whose op events per step moved, or with ``every`` each
+    case ok on both sides."""
     rows = {row.key: row for row in base.rows}, {row.key: row for row in new.rows}
     read: dict[Path, TraceOps] = {}
     cases = []
     for case in comparison.cases:
         pair = rows[0].get(case.key), rows[1].get(case.key)
-        wanted = every or case.call in OPS_FOR
+        wanted = every or case.call in OPS_FOR or bool(case.op_events)
         if wanted and pair[0] is not None and pair[1] is not None and pair[0].status == pair[1].status == Status.OK:
             case = _case_ops(case, (pair[0], pair[1]), roots, lambda path: read.get(path) or read.setdefault(path, read_trace_ops(path)))
         cases.append(case)

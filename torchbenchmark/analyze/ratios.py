@@ -114,11 +114,13 @@ def run_noise(sides: Sequence[tuple[Sequence[float], Sequence[float]]]) -> float
     return 1.4826 * statistics.median(abs(x - middle) for x in scaled)
 
 
-def processes_needed(spread: float, ratio: float, threshold_pct: float) -> int | None:
-    """Processes a side at which a true change of ``ratio`` is called 9 times in 10, at a known spread per
-    process of ``spread``; None if more than ``MOST_PROCESSES``."""
+def processes_needed(spread: float, ratio: float, threshold_pct: float, estimated: bool = False) -> int | None:
+    """Processes a side at which a true change of ``ratio`` is called 9 times in 10, at a spread per process of
+    ``spread``: a known one (a floor), or with ``estimated`` one the processes themselves give (Student's t at
+    their degrees of freedom); None if more than ``MOST_PROCESSES``."""
     for n in range(1, MOST_PROCESSES + 1):
-        estimate = RatioEstimate(1.0, 1.0, math.exp(t95(0) * spread * math.sqrt(2 / n)), spread, n, n)  # a known spread
+        df = 2 * n - 2 if estimated else 0
+        estimate = RatioEstimate(1.0, 1.0, math.exp(t95(df) * spread * math.sqrt(2 / n)), spread, n, n, df)
         if math.log1p(estimate.detectable_pct(threshold_pct) / 100.0) <= abs(math.log(ratio)):
             return n
     return None

@@ -7,7 +7,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from torchbenchmark.analyze.compare import DEFAULT_THRESHOLD_PCT, Comparison, compare, with_op_diffs
+from torchbenchmark.analyze.compare import DEFAULT_INSTRUCTIONS_THRESHOLD_PCT, DEFAULT_THRESHOLD_PCT, Comparison, compare, with_op_diffs
 from torchbenchmark.cli.args import EXIT_OK, Parser, UsageError, check_new_files, percent
 from torchbenchmark.report.page import render_comparison_report
 from torchbenchmark.report.tables import render_comparison
@@ -15,11 +15,12 @@ from torchbenchmark.results.files import StorageError, dumps, write_atomic
 from torchbenchmark.results.records import Summary
 from torchbenchmark.run import outdir
 
-__all__ = ["DEFAULT_THRESHOLD_PCT", "Outputs", "build_parser", "load_side", "main", "run"]
+__all__ = ["DEFAULT_INSTRUCTIONS_THRESHOLD_PCT", "DEFAULT_THRESHOLD_PCT", "Outputs", "Reading", "build_parser", "load_side", "main", "run"]
 
 EPILOG = """\
 BASE, NEW: an output folder (its run records), a summary.json, or one run record (OUT/runs/<run-id>.json).
 calls: slower, faster, same, inconclusive, new failure, fixed, verdict changed, not compared, only in base, only in new.
+Where both sides counted instructions (--instructions on both sweeps), the counts' call stands beside the wall time's.
 exit status: 0 nothing slower or newly failing; 1 a case regressed; 2 usage error (one line, nothing written);
 3 nothing slower, but some case inconclusive (--allow-inconclusive: 0). docs/comparing.md: how to read it."""
 
@@ -39,9 +40,19 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_THRESHOLD_PCT,
         help=f"smallest change in %% called faster or slower (default: {DEFAULT_THRESHOLD_PCT:g})",
     )
+    parser.add_argument(
+        "--instructions-threshold",
+        metavar="PCT",
+        type=percent,
+        default=DEFAULT_INSTRUCTIONS_THRESHOLD_PCT,
+        help="smallest change in instructions per step, in %%, called faster or slower where both sides counted them "
+        f"(default: {DEFAULT_INSTRUCTIONS_THRESHOLD_PCT:g})",
+    )
     parser.add_argument("--pool", action="store_true", help="time each case with every run in BASE and NEW that measured it alike")
     parser.add_argument(
-        "--ops", action="store_true", help="list the ops that moved for every case, not only those slower, faster or inconclusive"
+        "--ops",
+        action="store_true",
+        help="list the ops that moved for every case, not only those slower, faster or inconclusive or whose op events moved",
     )
     parser.add_argument("--json", metavar="FILE", type=Path, help="also write the comparison as JSON")
     parser.add_argument("--html", metavar="FILE", type=Path, help="also write it as a self-contained HTML page")
@@ -64,27 +75,35 @@ class Outputs:
     html: Path | None = None
 
 
+@dataclasses.dataclass(frozen=True)
+class Reading:
+    """How each side is read (--pool: every run that measured a case alike) and whose ops are listed (--ops: every case's)."""
+
+    pool: bool = False
+    ops: bool = False
+
+
 def run(
     base: str | Path,
     new: str | Path,
     threshold_pct: float,
     outputs: Outputs = Outputs(),
-    pool: bool = False,
+    reading: Reading = Reading(),
     allow_inconclusive: bool = False,
-    ops: bool = False,
+    instructions_threshold_pct: float = DEFAULT_INSTRUCTIONS_THRESHOLD_PCT,
 ) -> int:
     """Compare, print the table, write --json and --html; a usage error for unreadable input or nothing in common.
 
-    The ops that moved are listed for the cases called slower, faster, inconclusive or verdict changed,
-    and with ``ops`` for every case.
+    The ops that moved are listed for the cases called slower, faster, inconclusive or verdict changed, or whose
+    op events per step moved, and with ``reading.ops`` for every case.
     """
     check_new_files((("--json", outputs.json), ("--html", outputs.html)), inputs=(Path(base), Path(new)))
-    sides = load_side(base, "BASE", pool), load_side(new, "NEW", pool)
+    sides = load_side(base, "BASE", reading.pool), load_side(new, "NEW", reading.pool)
     try:
-        comparison = compare(*sides, threshold_pct)
+        comparison = compare(*sides, threshold_pct, instructions_threshold_pct)
     except ValueError as error:
         raise UsageError(str(error)) from None
-    comparison = with_op_diffs(comparison, *sides, roots=(outdir.folder_of(base), outdir.folder_of(new)), every=ops)
+    comparison = with_op_diffs(comparison, *sides, roots=(outdir.folder_of(base), outdir.folder_of(new)), every=reading.ops)
     files = [(path, "--json", lambda: dumps(comparison.to_dict())) for path in [outputs.json] if path is not None]
     files += [(path, "--html", lambda: render_comparison_report(comparison, *sides)) for path in [outputs.html] if path is not None]
     texts = [(path, flag, render()) for path, flag, render in files]  # drawn before any is written
@@ -106,4 +125,5 @@ def exit_status(comparison: Comparison, allow_inconclusive: bool) -> int:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    return run(args.base, args.new, args.threshold, Outputs(args.json, args.html), args.pool, args.allow_inconclusive, args.ops)
+    outputs, reading = Outputs(args.json, args.html), Reading(args.pool, args.ops)
+    return run(args.base, args.new, args.threshold, outputs, reading, args.allow_inconclusive, args.instructions_threshold)

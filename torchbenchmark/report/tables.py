@@ -8,9 +8,10 @@ from typing import Any
 
 from tabulate import tabulate
 
-from torchbenchmark.analyze.compare import CaseComparison, Comparison, shown_pct
+from torchbenchmark.analyze.compare import CaseComparison, Comparison
 from torchbenchmark.analyze.opdiff import OpDiff
 from torchbenchmark.analyze.steps import TraceSummary
+from torchbenchmark.analyze.walltime import shown_pct
 from torchbenchmark.report.format import Column, escape_controls, plural, render_columns, significant
 from torchbenchmark.results.schema import EAGER, Attribution, Call, OverheadShare
 
@@ -50,10 +51,25 @@ COMPARISON_COLUMNS: tuple[Column, ...] = (
 COMPARISON_VARIANT = Column("variant", lambda c: c.variant, numeric=False)
 
 
+def _by_instructions(case: CaseComparison) -> str:
+    """The counts' call and the change it rests on: ``slower +1.35%``."""
+    counted = case.instructions
+    return "" if counted is None else f"{case.counts_call} {counted.change_pct:+.2f}%"
+
+
+# Where a case has counts, the two tiers' calls beside the case's own: which of them decided it.
+COMPARISON_TIERS = (
+    Column("by time", lambda c: "" if c.wall_call is None else str(c.wall_call), numeric=False),
+    Column("by instructions", _by_instructions, numeric=False),
+)
+
+
 def comparison_columns(comparison: Comparison) -> list[Column]:
     columns = list(COMPARISON_COLUMNS)
     if any(case.variant != EAGER for case in comparison.cases):
         columns.insert(4, COMPARISON_VARIANT)
+    if any(case.instructions is not None for case in comparison.cases):
+        columns[1:1] = COMPARISON_TIERS
     return columns
 
 
@@ -73,8 +89,21 @@ def render_comparison(comparison: Comparison) -> str:
         "new/base: ratio of median step times (per-process medians, geometric mean), with its 95% interval; "
         "n: processes per side; catches: the smallest slowdown a comparison measured alike calls slower 9 times in 10.\n"
         f"slower/faster: past the {comparison.threshold_pct:g}% threshold and outside noise "
-        "(the interval excludes 1); same: within the threshold or within noise; inconclusive: a side is marked, "
-        "or the case cannot see a slowdown of 4x the threshold.\n" + ("\n" + ops if (ops := render_op_diffs(comparison)) else "")
+        "(the interval excludes 1); same: within the threshold or within noise; inconclusive: the case cannot see "
+        "a slowdown of 4x the threshold (a side's marks are noted beside the call).\n"
+        + _counts_legend(comparison)
+        + ("\n" + ops if (ops := render_op_diffs(comparison)) else "")
+    )
+
+
+def _counts_legend(comparison: Comparison) -> str:
+    """How the two tiers make a call, where some case has counts on both sides."""
+    if not any(case.instructions is not None for case in comparison.cases):
+        return ""
+    return (
+        "by time: the step times' call; by instructions: the counts' call and new over base instructions per step, "
+        f"slower/faster past the {comparison.instructions_threshold_pct:g}% instructions threshold and both sides' spread. "
+        "A slowdown either sees stands; counts that see no change decide a case time could not.\n"
     )
 
 

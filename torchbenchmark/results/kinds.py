@@ -40,7 +40,7 @@ class Call(enum.StrEnum):
 
     SLOWER = "slower"
     NEW_FAILURE = "new failure"
-    INCONCLUSIVE = "inconclusive"  # the measurement could not see a slowdown worth gating on, or a side is marked
+    INCONCLUSIVE = "inconclusive"  # the measurement could not see a slowdown worth gating on
     FASTER = "faster"
     FIXED = "fixed"
     VERDICT_CHANGED = "verdict changed"
@@ -66,9 +66,14 @@ MIN_CLEAN_FRACTION = 0.2
 # profiled ones, where a long step's few profiled steps can each pass CLEAN_WAIT_FRACTION; loaded, 92% and
 # more (benchmarks/RESULTS.md, Marks quality).
 CONTENDED_WAIT_PCT = 5.0
-# Other processes' CPU time, in % of the machine's, above which steps run slower than on a quiet machine
-# without waiting for a CPU (on a hardware sibling of their core, through shared caches and memory).
+# Other processes' CPU time, in % of the machine's, above which a row's machine was shared (TimeSplit.shared).
+# Information, not a mark: only the case's own disturbance marks it (its threads' waits, its steps', windows'
+# or processes' spread). Beside other work a step may run slower without waiting (a hardware sibling of its
+# core, shared caches), which no mark can tell from the code's own pace; two runs beside like work compare alike.
 OTHER_WORK_AT_PCT = 25.0
+# A case's processes (--repeat, --pool) disagree when their medians spread, (max - min) / median, beyond this
+# share: as for steps, by more than the differences a comparison would look for.
+PROCESSES_APART_FRACTION = 0.25
 
 
 def format_ms(value: float) -> str:

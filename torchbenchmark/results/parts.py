@@ -64,17 +64,21 @@ class TimeSplit(Record):
 
     @property
     def shared(self) -> bool:
-        """Other work took more of the machine than OTHER_WORK_AT_PCT: it slows steps without making them wait."""
+        """Other work took more of the machine than OTHER_WORK_AT_PCT while the case ran."""
         return self.other_work_pct is not None and self.other_work_pct > OTHER_WORK_AT_PCT
 
     @property
+    def waited(self) -> bool:
+        """Too few measured steps ran clean and the case's own threads waited for a CPU: its step time holds the wait."""
+        return not enough_clean(self.steps_kept, self.steps_measured) and self.waiting_pct >= CONTENDED_WAIT_PCT
+
+    @property
     def contended(self) -> tuple[str, ...]:
-        """Why other work on the machine left too few steps to trust; empty when enough ran clean."""
+        """Why the case's own threads' waits for a CPU left too few steps to trust; empty when enough ran clean.
+        Other work elsewhere on the machine, while its threads had the CPUs they asked for, is no mark (``shared``)."""
         reasons = []
-        if not enough_clean(self.steps_kept, self.steps_measured) and self.waiting_pct >= CONTENDED_WAIT_PCT:
+        if self.waited:
             reasons.append(f"contended: its threads waited {self.waiting_pct:.0f}% of the step for a CPU{self._pressure()}")
-        elif self.shared:
-            reasons.append(f"contended: other work took {self.other_work_pct:.0f}% of the machine's CPUs while it ran")
         profiled_wait = self.profiled_waiting_pct or 0
         if (
             self.profiled_steps

@@ -6,6 +6,7 @@ Its JSON form is the pinned summary.json row. This module is where the results' 
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from typing import Any
 
 from torchbenchmark.results.codec import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, SchemaError, decode_object, json_field
@@ -17,6 +18,7 @@ from torchbenchmark.results.kinds import (
     MODES,
     OTHER_WORK_AT_PCT,
     PHASES,
+    PROCESSES_APART_FRACTION,
     REGRESSIONS,
     UNTRUSTWORTHY_IQR_FRACTION,
     Call,
@@ -114,6 +116,8 @@ class CaseResult(Record):
                 reasons.append(f"IQR {100 * step.iqr_ms / step.median_ms:.0f}% of the median")
             if step.n < MIN_STEPS_FOR_SPREAD:
                 reasons.append(f"only {step.n} step{'' if step.n == 1 else 's'} measured: no spread")
+        if (apart := processes_apart(self.samples.process_medians_ms)) > PROCESSES_APART_FRACTION:
+            reasons.append(f"noisy: processes {100 * apart:.0f}% apart")
         if self.time_split is not None:
             reasons.extend(self.time_split.contended)
         return tuple(reasons)
@@ -156,6 +160,11 @@ class CaseResult(Record):
         return decode_object(cls, data, where)  # type: ignore[no-any-return]
 
 
+def processes_apart(medians_ms: tuple[float, ...]) -> float:
+    """How far a case's processes' medians spread: (max - min) / median; 0 for fewer than two processes."""
+    return (max(medians_ms) - min(medians_ms)) / statistics.median(medians_ms) if len(medians_ms) > 1 else 0.0
+
+
 def sort_rows(rows: Any) -> list[CaseResult]:
     """Rows by model (case-insensitively), mode, device, then eager before other variants."""
     return sorted(rows, key=lambda r: (r.model.lower(), r.mode, r.device, r.variant != EAGER, r.variant))
@@ -171,7 +180,7 @@ def tally(rows: Any) -> str:
 
 __all__ = [
     "EAGER", "FAILURES", "MIN_CLEAN_FRACTION", "MIN_STEPS_FOR_SPREAD", "MODES", "OTHER_WORK_AT_PCT", "PHASES", "REGRESSIONS",
-    "UNTRUSTWORTHY_IQR_FRACTION", "Accuracy", "Attribution", "Call", "CaseResult", "CompileReport", "Costs", "Dispatch",
+    "PROCESSES_APART_FRACTION", "UNTRUSTWORTHY_IQR_FRACTION", "Accuracy", "Attribution", "Call", "CaseResult", "CompileReport", "Costs", "Dispatch",
     "Distortion", "Distributed", "GpuEvidence", "GraphBreak", "Instructions", "Measurement", "OverheadBound", "OverheadShare", "RankFigures",
     "Record", "RemedyReport", "Samples", "Scaling", "Status", "StepTime", "TimeSplit", "TopOp", "Traces", "Verdict", "Warmup",
     "enough_clean", "format_ms", "sort_rows", "tally",
