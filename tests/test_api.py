@@ -1,16 +1,22 @@
-"""The package from Python: what dir() shows, collect_diagnostics' process setup, and run_sweep's classes."""
+"""The package from Python: what dir() shows, collect_diagnostics' process setup and its refusals (each a
+failed row, or a TypeError for what is not a model), and run_sweep's classes."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import torchbenchmark
+from tests.helpers import faulty_models
+from tests.helpers.places import placed
+from tests.helpers.processes import TOKEN_ENV
 from tests.helpers.tiny_models import TinyMLP
 from torchbenchmark.registry import model_class
+from torchbenchmark.results.schema import CaseResult, Status
 from torchbenchmark.run.sweep import spec_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,3 +61,63 @@ def test_collect_diagnostics_sets_the_process_up_as_a_sweep_unless_told_not_to(t
     done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == flushed
+
+
+def test_collect_diagnostics_refuses_an_unusable_name_before_any_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with placed(tmp_path) as place:
+        monkeypatch.setenv(TOKEN_ENV, place.token)
+        result = torchbenchmark.collect_diagnostics(faulty_models.EscapingName, out_dir=place.out)
+        assert result.status == "failed" and "UnsafeNameError" in result.error and "path separator" in result.error
+        views = [".torchbenchmark.lock", "report.html", "runs", "summary.json", "summary.txt"]
+        assert sorted(p.name for p in place.out.iterdir()) == views
+        place.check_contained()
+
+
+BAD_OPTIONS = [
+    {"device": "tpu"},
+    {"device": "cuda:99"},
+    {"device": ""},
+    {"device": None},
+    {"device": 3},
+    {"batch_size": 0},
+    {"batch_size": 1.5},
+    {"batch_size": True},
+    {"threads": 0},
+    {"top_ops": -1},
+    {"world_size": 0},
+    {"world_size": "2"},
+    {"compile": "inductor"},
+    {"budget": {"steps": 3}},
+    {"detailed": "no"},
+    {"timeout_s": float("nan")},
+    {"mode": "both"},
+    {"out_dir": ""},
+]
+
+
+def files_under(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*")) if folder.exists() else []
+
+
+@pytest.mark.parametrize("options", BAD_OPTIONS, ids=lambda options: ",".join(f"{k}={v!r}" for k, v in options.items()))
+def test_collect_diagnostics_makes_a_failed_row_of_every_bad_argument(tmp_path: Path, monkeypatch, options: dict[str, Any]) -> None:
+    monkeypatch.chdir(tmp_path)  # out_dir="" would be the working folder
+    options = {"out_dir": tmp_path / "out", **options}
+    row = torchbenchmark.collect_diagnostics(f"{ROOT / 'tests' / 'helpers' / 'tiny_models.py'}:TinyMLP", **options)
+    assert isinstance(row, CaseResult) and row.status == Status.FAILED and row.error, row
+    assert files_under(tmp_path) == [], "a refused case wrote something"
+
+
+def test_collect_diagnostics_makes_a_failed_row_of_an_output_folder_it_cannot_use(tmp_path: Path) -> None:
+    users = tmp_path / "users-file"
+    users.write_text("the user's\n")
+    row = torchbenchmark.collect_diagnostics(f"{ROOT / 'tests' / 'helpers' / 'tiny_models.py'}:TinyMLP", out_dir=users)
+    assert row.status == Status.FAILED and "exists and is not a folder" in (row.error or "")
+    assert users.read_text() == "the user's\n"
+
+
+def test_collect_diagnostics_refuses_by_type_what_is_not_a_model() -> None:
+    with pytest.raises(TypeError, match="takes a model name, plug-in spec, model class or CaseSpec"):
+        torchbenchmark.collect_diagnostics(42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="unknown options"):
+        torchbenchmark.collect_diagnostics("resnet18", colour="red")

@@ -1,5 +1,5 @@
-"""The contract without the base class, end to end: a plain class diagnosed train and eval, every figure of
-its row present or null with the reason, its declared name naming the row; a partial FLOP count is marked."""
+"""The contract without the base class, end to end: plain classes diagnosed train and eval in one sweep, every
+figure of a row present or null with the reason, a declared name naming the row; a partial FLOP count is marked."""
 
 from __future__ import annotations
 
@@ -11,20 +11,26 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.plain_plugins import PlainBilinear, PlainModel, PlainTinyOps
-from torchbenchmark.api import collect_diagnostics
-from torchbenchmark.contract import held_tensors, modules_of
+from tests.helpers.sweeps import PRICED
+from torchbenchmark.contract import BatchSizes, held_tensors, modules_of
 from torchbenchmark.measure.flops import count_flops
 from torchbenchmark.registry import meta_of
-from torchbenchmark.results.spec import Budget
+from torchbenchmark.results.schema import CaseResult
 
 ROOT = Path(__file__).resolve().parent.parent
 PLAIN = ROOT / "tests" / "helpers" / "plain_plugins.py"
-QUICK = Budget(warmup_s=0.5, measure_s=0.3, min_steps=3, edge_calls=2)
 
 
 def test_a_declared_name_names_the_model_and_a_class_without_one_keeps_its_class_name() -> None:
     assert meta_of(PlainTinyOps).name == "plain_tiny_ops"
     assert meta_of(PlainModel).name == "PlainModel"
+
+
+def test_batch_sizes_on_cuda_default_to_the_cpu_ones() -> None:
+    sizes = BatchSizes(cpu_train=4, cpu_eval=8)
+    assert (sizes.get("cuda", "train"), sizes.get("cuda:0", "eval")) == (4, 8)
+    assert BatchSizes.same(cpu=2).sizes() == (2, 2, 2, 2)
+    assert BatchSizes(cpu_train=4, cpu_eval=8, cuda_train=64).sizes() == (4, 8, 64, 8)
 
 
 def test_the_networks_of_a_plain_class_are_found_among_its_attributes_and_containers() -> None:
@@ -53,7 +59,7 @@ def test_plain_plugins_through_a_sweep_train_and_eval(tmp_path: Path) -> None:
     specs = ",".join(f"{PLAIN}:{name}" for name in ("PlainModel", "PlainTinyOps", "PlainBilinear"))
     done = subprocess.run(
         [sys.executable, str(ROOT / "diagnostics.py"), "--models", specs, "--modes", "train,eval", "--device", "cpu",
-         "--steps", "5", "--no-detailed", "--no-progress", "--out", str(tmp_path)],
+         "--steps", "5", "--no-detailed", "--no-progress", "--out", str(tmp_path), *PRICED],
         capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
@@ -70,15 +76,8 @@ def test_plain_plugins_through_a_sweep_train_and_eval(tmp_path: Path) -> None:
     assert "FLOPs partial, not counted: aten._trilinear" in line and "+ " in line
     report = (tmp_path / "report.html").read_text()
     assert "FLOPs partial (GFLOP figures are lower bounds), not counted: aten._trilinear" in report
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("mode", ["train", "eval"])
-def test_a_plain_plugin_through_collect_diagnostics(tmp_path: Path, mode: str) -> None:
-    result = collect_diagnostics(PlainTinyOps, mode, out_dir=tmp_path, budget=QUICK, detailed=False)
-    assert result.model == "plain_tiny_ops"
-    _ok_with_figures(result.to_dict())
-    assert result.costs.flops_per_step == (3 if mode == "train" else 1) * 2 * (2 * 2 * 8 * 8) - (2 * 2 * 8 * 8 if mode == "train" else 0)
-    assert "partial" not in repr(result)
-    partial = collect_diagnostics(PlainBilinear, mode, out_dir=tmp_path, budget=QUICK, detailed=False)
-    assert "FLOPs partial" in repr(partial) and "aten._trilinear" in repr(partial)
+    for mode in ("train", "eval"):  # the counter's exact figure, and the row read back as the Python API gives it
+        tiny, partial = (CaseResult.from_dict(rows[name, mode]) for name in ("plain_tiny_ops", "plain_bilinear"))
+        assert tiny.costs.flops_per_step == (3 if mode == "train" else 1) * 2 * (2 * 2 * 8 * 8) - (2 * 2 * 8 * 8 if mode == "train" else 0)
+        assert "partial" not in repr(tiny)
+        assert "FLOPs partial" in repr(partial) and "aten._trilinear" in repr(partial)

@@ -20,6 +20,8 @@ import pytest
 from torchbenchmark.cli import SUBCOMMANDS
 from torchbenchmark.cli.sweep import build_parser as sweep_parser
 from torchbenchmark.registry import models_markdown
+from torchbenchmark.run import guard
+from torchbenchmark.run.outdir import MAX_NAME_BYTES
 from torchbenchmark.run.rank import build_parser as rank_parser
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,6 +29,7 @@ README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 CLI_PAGE = ROOT / "docs" / "cli.md"
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
+API_PAGE = ROOT / "docs" / "python-api.md"
 README_MAX_LINES = 200
 
 # Every parser a documented command line reaches: the sweep, each subcommand, and one DDP rank.
@@ -108,6 +111,80 @@ def test_adding_a_model_snippet_runs_as_written(tmp_path: Path) -> None:
 
 def test_the_adding_a_model_snippet_is_in_one_place() -> None:
     assert len(snippet_pages()) == 1, "the <!-- adding-a-model:begin/end --> snippet must be on exactly one page"
+
+
+# -- the Python recipe: the README's is the API page's, shortened, so one run runs both ----------------
+
+
+def recipe(page: Path) -> str:
+    """The page's first Python block: its recipe."""
+    return next(blocks(page, "python"))
+
+
+def shows_only(statement: ast.stmt) -> bool:
+    """A statement that only shows a value, as a notebook cell's last line does: a name or its attribute."""
+    value = statement.value if isinstance(statement, ast.Expr) else None
+    while isinstance(value, ast.Attribute):
+        value = value.value
+    return isinstance(value, ast.Name)
+
+
+def runs_as(short: ast.stmt, full: ast.stmt, read: set[str]) -> bool:
+    """Whether ``full`` does what ``short`` does: the same statement, or the same call kept in a name ``short``'s
+    recipe never reads."""
+    if ast.dump(short) == ast.dump(full):
+        return True
+    kept = isinstance(full, ast.Assign) and len(full.targets) == 1 and isinstance(full.targets[0], ast.Name)
+    return isinstance(short, ast.Expr) and kept and full.targets[0].id not in read and ast.dump(short.value) == ast.dump(full.value)
+
+
+def left_over(short: str, full: str) -> list[str]:
+    """What keeps a run of ``full`` from running ``short`` as written: a statement of ``short`` that is not the
+    next of ``full``'s, or one of ``full``'s, left out of ``short``, that does more than show a value."""
+    tree = ast.parse(short)
+    read = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+    rest = list(ast.parse(full).body)
+    problems = []
+    for statement in tree.body:
+        while rest and not runs_as(statement, rest[0], read):
+            skipped = rest.pop(0)
+            if not shows_only(skipped):
+                problems.append(f"only the API page runs {ast.unparse(skipped)!r}")
+        if not rest:
+            return [*problems, f"the API page does not run {ast.unparse(statement)!r} where the README does"]
+        rest.pop(0)
+    return problems + [f"only the API page runs {ast.unparse(left)!r}" for left in rest if not shows_only(left)]
+
+
+def test_the_readme_recipe_is_the_python_api_recipe_shortened() -> None:
+    """Each statement of the README's recipe is the API page's next (comments aside), and each the README leaves
+    out only shows a value: running the API page's recipe runs the README's as written."""
+    for page in (README, API_PAGE):
+        assert 'out_dir="traces"' in recipe(page) and 'load_summary("traces")' in recipe(page), page.name
+    assert left_over(recipe(README), recipe(API_PAGE)) == []
+
+
+def test_a_recipe_that_does_more_than_the_api_page_is_caught() -> None:
+    full = "import x\nresult = x.run()\nresult\nresult.reasons\nsummary = x.load()\n"
+    assert left_over("import x\nx.run()\nsummary = x.load()\n", full) == []
+    assert left_over("import x\nresult = x.run()\nprint(result)\n", full) == [
+        "only the API page runs 'summary = x.load()'",
+        "the API page does not run 'print(result)' where the README does",
+    ]
+    # A bare call whose result the README goes on to read is not the page's call kept in that name.
+    assert left_over("import x\nx.run()\nresult\n", full)[-1] == "the API page does not run 'x.run()' where the README does"
+    assert left_over("import x\n", full) == ["only the API page runs 'result = x.run()'", "only the API page runs 'summary = x.load()'"]
+
+
+@pytest.mark.slow
+def test_the_documented_python_recipe_runs_as_written(tmp_path: Path) -> None:
+    """The API page's recipe, which runs the README's too (see above), in a folder of its own (benchmarks/
+    linked in for the reference)."""
+    (tmp_path / "benchmarks").symlink_to(ROOT / "benchmarks")
+    check = "\nassert summary.rows and summary.rows[0].model == 'resnet18', summary\nprint('recipe ok')\n"
+    done = subprocess.run([sys.executable, "-c", recipe(API_PAGE) + check], cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0 and "recipe ok" in done.stdout, done.stderr[-3000:]
+    assert (tmp_path / "traces" / "runs").is_dir() and (tmp_path / "traces" / "summary.json").is_file()
 
 
 # -- code blocks ----------------------------------------------------------------------------------------
@@ -259,3 +336,19 @@ def test_a_benchmark_replaces_its_own_figures_and_keeps_the_prose_around_them():
     # A section whose own figures have no marks yet, and a part whose have: the section's run replaces its own.
     sectioned = placed(parted, block.format(5), "Two", None)
     assert sectioned.count("- date: 3") == 1 and sectioned.index("- date: 5") < sectioned.index("### Part")
+
+
+# -- the promises of the tool's hardening are stated where users read them -------------------------------
+
+
+def test_traces_readme_and_docs_cli_state_the_promises() -> None:
+    pages = [ROOT / "traces" / "README.md", CLI_PAGE]
+    cap_mib = (guard.LOG_HEAD_BYTES + guard.LOG_TAIL_BYTES) >> 20
+    for text in (" ".join(read(page).split()) for page in pages):
+        assert f"capped at {cap_mib} MiB" in text
+        assert "first and last" in text and "cut" in text
+        assert "under --out" in text or "under the output folder" in text
+        assert "129" in text and "SIGHUP" in text
+        assert "imported only in a child process" in text
+        assert "detached" in text and "SIGKILL" in text
+        assert f"at most {MAX_NAME_BYTES} bytes" in text

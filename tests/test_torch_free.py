@@ -14,6 +14,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from torchbenchmark.results.spec import CaseSpec
 from torchbenchmark.run.shard import Shard
 from torchbenchmark.run.sweep import SweepOptions, run_sweep
@@ -60,10 +62,12 @@ def check_reading(base: Path, new: Path, tmp_path: Path) -> None:
     assert done.stdout.startswith("read ")
 
 
+@pytest.mark.slow
 def test_the_reference_run_is_read_compared_and_rendered_without_torch(tmp_path: Path) -> None:
     check_reading(REFERENCE, REFERENCE, tmp_path)
 
 
+@pytest.mark.slow
 def test_a_fresh_sweeps_shards_merge_and_compare_without_torch(tmp_path: Path) -> None:
     from tests.helpers.stand_ins import machinery
 

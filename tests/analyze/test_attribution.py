@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.marks import marked
+from tests.helpers.sweeps import diagnose
 from torchbenchmark.analyze.attribution import TOP_SHARES, attribute, attribute_trace, is_library, line_name
 from torchbenchmark.analyze.trace import load_events
 from torchbenchmark.report.tables import render_attribution
@@ -143,10 +144,9 @@ def test_the_attribution_reads_back_from_json_at_the_top_level_of_a_row() -> Non
 @pytest.mark.parametrize("mode", ["eval", "train"])
 def test_the_tiny_op_module_holds_the_attributed_overhead_and_its_line_is_the_top_line(tmp_path: Path, mode: str) -> None:
     from tests.helpers.explain_models import MatmulAndTinyOps, TinyOps
-    from torchbenchmark.api import collect_diagnostics
     from torchbenchmark.results.spec import Budget
 
-    row = collect_diagnostics(MatmulAndTinyOps, mode, out_dir=tmp_path, budget=Budget(warmup_s=1.0, measure_s=0.5, edge_calls=1))
+    row = diagnose(MatmulAndTinyOps, mode, out_dir=tmp_path, budget=Budget(warmup_s=1.0, measure_s=0.5, edge_calls=1, replay_sessions=1))
     assert row.status == "ok", row.error
     attribution = row.attribution
     assert attribution is not None and attribution.attribution_note is None, attribution
@@ -156,9 +156,7 @@ def test_the_tiny_op_module_holds_the_attributed_overhead_and_its_line_is_the_to
     held = tiny.overhead_us_per_step >= 0.8 * sum(share.overhead_us_per_step for share in in_modules)
     assert held or marked(row), attribution.overhead_by_module  # timed shares: right, or the row says not to read them
     first_line = inspect.getsourcelines(TinyOps.forward)[1]
-    assert marked(row) or attribution.top("line").name == f"tests/helpers/explain_models.py:{first_line} (forward)", (
-        attribution.overhead_by_line
-    )
+    assert marked(row) or attribution.top("line").name == f"helpers/explain_models.py:{first_line} (forward)", attribution.overhead_by_line
     table = (tmp_path / "matmul_and_tiny_ops" / f"{mode}-cpu.overhead_by_module.txt").read_text()
     assert "tiny" in table and "TinyOps" in table
     assert row.bound is not None and row.bound.speedup_bound >= 1.0
@@ -167,10 +165,11 @@ def test_the_tiny_op_module_holds_the_attributed_overhead_and_its_line_is_the_to
 @pytest.mark.slow
 def test_with_no_detailed_profile_the_row_says_why_it_has_no_attribution(tmp_path: Path) -> None:
     from tests.helpers.explain_models import MatmulAndTinyOps
-    from torchbenchmark.api import collect_diagnostics
     from torchbenchmark.results.spec import Budget
 
-    row = collect_diagnostics(MatmulAndTinyOps, "eval", out_dir=tmp_path, budget=Budget(warmup_s=0.5, measure_s=0.3), detailed=False)
+    row = diagnose(
+        MatmulAndTinyOps, "eval", out_dir=tmp_path, budget=Budget(warmup_s=0.5, measure_s=0.3, replay_sessions=1), detailed=False
+    )
     assert row.status == "ok", row.error
     assert row.attribution.overhead_by_module == () and "--no-detailed" in row.attribution.attribution_note
     assert row.bound is not None

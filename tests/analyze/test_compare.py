@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.sweeps import PRICED
 from tests.helpers.work_models import WORK_ENV
 from torchbenchmark.analyze.compare import CaseComparison, Comparison, compare_rows
 from torchbenchmark.analyze.ratios import (
@@ -169,7 +170,7 @@ def diagnostics(*args: str, work: int = 1) -> subprocess.CompletedProcess[str]:
 def test_exit_codes_end_to_end(tmp_path: Path) -> None:
     """Two runs as is are the same; a run with four times the work per step is a regression."""
     plugin = f"{ROOT / 'tests' / 'helpers' / 'work_models.py'}:WorkModel"
-    sweep = ["--models", plugin, "--modes", "eval", "--device", "cpu", "--threads", "1", "--no-detailed", "--no-progress"]
+    sweep = ["--models", plugin, "--modes", "eval", "--device", "cpu", "--threads", "1", "--no-detailed", "--no-progress", *PRICED]
     for name, work, more in (("a", 1, []), ("b", 1, ["--repeat", "2"]), ("slow", 4, [])):
         assert diagnostics(*sweep, *more, "--out", str(tmp_path / name), work=work).returncode == 0
     # A wide threshold: this checks the plumbing, not the machine's quiet (benchmarks/RESULTS.md has the rates).

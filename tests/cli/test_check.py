@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import commands
+from tests.helpers.specs import faulty, friction
 from torchbenchmark import checks as check_cli
 from torchbenchmark.checks import BROKEN, HOLDS, NOT_APPLICABLE
 
@@ -72,3 +75,36 @@ def test_list_says_why_a_plugin_cannot_run() -> None:
     lines = {line.split()[0]: line for line in done.stdout.splitlines()[2:]}
     assert "cannot run: not a model of the contract: its constructor takes no 'device'" in lines["JustAModule"]
     assert lines["PlainModel"].rstrip().endswith("yes")
+
+
+@pytest.mark.slow
+def test_check_on_a_plugin_that_raises_at_import_is_a_few_lines_and_exit_1() -> None:
+    done = commands.diagnostics("check", f"{ROOT / 'tests' / 'helpers' / 'broken_plugin.py'}:Model")
+    output = (done.stdout + done.stderr).strip().splitlines()
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert 1 <= len(output) <= 5, output
+    assert "Traceback" not in done.stdout + done.stderr
+    line = next(line for line in output if "cannot be imported" in line)
+    assert "RuntimeError: injected fault while importing the plug-in" in line
+    log = Path(re.search(r"\(traceback: (\S+)\)", line)[1])  # type: ignore[index]
+    assert "Traceback" in log.read_text()
+    log.unlink()
+
+
+@pytest.mark.slow
+def test_check_on_a_plugin_that_cannot_be_built_names_the_rule_and_the_log() -> None:
+    done = commands.diagnostics("check", faulty("RaisesInBuild"), "--modes", "train")
+    assert done.returncode == 1 and "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
+    line = next(line for line in done.stdout.splitlines() if line.startswith("  raises_in_build train: built as Model("))
+    assert "RuntimeError: injected fault in build (traceback: " in line, line
+    log = Path(re.search(r"\(traceback: (\S+)\)", line)[1])  # type: ignore[index]
+    assert "injected fault in build" in log.read_text() and "Traceback" in log.read_text()
+    log.unlink()
+
+
+@pytest.mark.slow
+def test_a_cpu_only_model_file_passes_check() -> None:
+    """A model written on a machine without a GPU declares only its CPU batch sizes: CUDA takes the same ones."""
+    done = commands.diagnostics("check", friction("CpuOnly"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.rstrip().endswith("every rule holds")

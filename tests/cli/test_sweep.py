@@ -4,20 +4,27 @@ from __future__ import annotations
 
 import gzip
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.commands import one_line_error
+from tests.helpers.folders import md5s, record_of
+from tests.helpers.local_sweeps import Sweeps
+from tests.helpers.places import placed
+from tests.helpers.processes import TOKEN_ENV
 from tests.helpers.summaries import table
-from tests.helpers.sweeps import SWEEP_ARGS, TINY
-from torchbenchmark import list_models
+from tests.helpers.sweeps import FAST, SWEEP_ARGS, TINY
+from torchbenchmark import cli, list_models
 from torchbenchmark.analyze import verdict as dispatch
-from torchbenchmark.results.schema import enough_clean
+from torchbenchmark.cli import sweep as sweep_cli
+from torchbenchmark.results.schema import CaseResult, Status, enough_clean
 from torchbenchmark.results.spec import Budget
 
-pytestmark = pytest.mark.slow  # every test here runs the command line in processes of its own
+pytestmark = pytest.mark.xdist_group("cli_sweep")  # one worker runs the module's sweep once, for all its tests
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,6 +39,7 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Complete
     return diagnostics("--models", TINY, "--out", str(out), *SWEEP_ARGS), out
 
 
+@pytest.mark.slow
 def test_sweep_exits_zero_and_writes_both_summaries(sweep) -> None:
     done, out = sweep
     assert done.returncode == 0, done.stderr
@@ -55,6 +63,7 @@ def test_sweep_exits_zero_and_writes_both_summaries(sweep) -> None:
     assert "ms/step" in header.split() and [line.split()[0] for line in rows] == ["tiny_mlp", "tiny_mlp"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["train", "eval"])
 @pytest.mark.parametrize("kind", ["", "-detailed"])
 def test_traces_are_gzip_chrome_traces_with_steps_and_phases(sweep, mode: str, kind: str) -> None:
@@ -67,6 +76,7 @@ def test_traces_are_gzip_chrome_traces_with_steps_and_phases(sweep, mode: str, k
     assert expected <= names
 
 
+@pytest.mark.slow
 def test_top_ops_and_logs_sit_beside_the_traces(sweep) -> None:
     _, out = sweep
     for mode in ("train", "eval"):
@@ -76,6 +86,7 @@ def test_top_ops_and_logs_sit_beside_the_traces(sweep) -> None:
     assert leftovers == []
 
 
+@pytest.mark.slow
 def test_profiles_record_as_many_steps_as_the_budget_gives_the_measured_step(sweep) -> None:
     _, out = sweep
     for row in json.loads((out / "summary.json").read_text())["results"]:
@@ -86,6 +97,7 @@ def test_profiles_record_as_many_steps_as_the_budget_gives_the_measured_step(swe
             assert len(steps) == Budget(steps=5).profiled_steps(kind, row["step_time_ms"]["median"]), (row["mode"], kind)
 
 
+@pytest.mark.slow
 def test_list_names_every_model() -> None:
     done = diagnostics("--list")
     assert done.returncode == 0
@@ -94,6 +106,7 @@ def test_list_names_every_model() -> None:
     assert done.stdout.split()[0] == "model" and "family" in done.stdout.splitlines()[0]
 
 
+@pytest.mark.slow
 def test_batch_size_threads_device_and_no_detailed_take_effect(tmp_path: Path) -> None:
     out = tmp_path / "out"
     probe = f"{ROOT / 'tests' / 'helpers' / 'tiny_models.py'}:ReportsSettings"
@@ -125,6 +138,7 @@ def test_batch_size_threads_device_and_no_detailed_take_effect(tmp_path: Path) -
     assert sorted(p.name for p in (out / "reports_settings").glob("*.json.gz")) == ["eval-cpu.pt.trace.json.gz"]
 
 
+@pytest.mark.slow
 def test_collect_diagnostics_loads_the_engine_on_first_use() -> None:
     code = (
         "import sys, torchbenchmark\n"
@@ -135,6 +149,7 @@ def test_collect_diagnostics_loads_the_engine_on_first_use() -> None:
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_no_progress_prints_a_line_per_case(sweep) -> None:
     done, _ = sweep
     lines = [line for line in done.stderr.splitlines() if line.startswith("[") and "/2]" in line]
@@ -142,6 +157,7 @@ def test_no_progress_prints_a_line_per_case(sweep) -> None:
     assert all("tiny_mlp" in line and "ms/step" in line for line in lines)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["", "-detailed"])
 def test_traces_carry_distributed_info_for_hta(sweep, kind: str) -> None:
     _, out = sweep
@@ -151,6 +167,7 @@ def test_traces_carry_distributed_info_for_hta(sweep, kind: str) -> None:
     assert trace["traceEvents"]
 
 
+@pytest.mark.slow
 def test_models_by_family_and_exclude() -> None:
     from torchbenchmark.cli import models as cli
     from torchbenchmark.cli.args import UsageError
@@ -164,3 +181,60 @@ def test_models_by_family_and_exclude() -> None:
         cli.exclude_models(nlp, "resnet50")
     done = diagnostics("--models", "family:nope")
     assert done.returncode == 2 and "unknown family" in done.stderr
+
+
+# --- flags refused before anything runs, and the rerun hint --------------------------------------------------
+
+
+@pytest.fixture
+def local_sweeps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Sweeps:
+    return Sweeps.beside_a_users_file(tmp_path / "root", capsys)
+
+
+@pytest.mark.parametrize(
+    "out, message",
+    [("", "--out is empty"), ("/proc/torchbenchmark-x", "cannot create the output folder")],
+    ids=["empty", "in-proc"],
+)
+def test_out_that_cannot_be_used_is_one_line_and_exit_2(tmp_path: Path, monkeypatch, capsys, out: str, message: str) -> None:
+    with placed(tmp_path) as place:
+        monkeypatch.setenv(TOKEN_ENV, place.token)
+        assert cli.main(["--models", TINY, "--out", out, *FAST]) == 2
+        one_line_error(capsys.readouterr().err, message)
+        assert not Path("summary.json").exists() and not Path(out or ".").joinpath(".torchbenchmark.lock").exists()
+        place.check_contained()
+
+
+def test_a_sweep_into_its_own_baseline_is_refused(local_sweeps: Sweeps, capsys) -> None:
+    a = local_sweeps.run(local_sweeps.root / "a")
+    before, calls = md5s(local_sweeps.root), len(local_sweeps.calls)
+    for out, baseline in ((a, a), (a / "next", a), (a, record_of(a))):
+        assert local_sweeps.cli("--models", "alpha", "--out", str(out), "--baseline", str(baseline), *FAST) == 2
+        one_line_error(capsys.readouterr().err, f"--out {out}", "an input of this command")
+    assert md5s(local_sweeps.root) == before and len(local_sweeps.calls) == calls
+
+
+SWEEP_FLAGS = [
+    "--out", "elsewhere/out dir", "--device", "cpu", "--batch-size", "3", "--steps", "40", "--threads", "1",
+    "--no-detailed", "--scaling", "--timeout", "120", "--repeat", "3",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("extra", "variant"),
+    [([], "eager"), (["--compile", "--backend", "aot_eager", "--compile-mode", "default"], "aot_eager"), (["--compile"], "eager")],
+)
+def test_the_rerun_hint_runs_the_same_case_with_the_same_flags(extra: list[str], variant: str) -> None:
+    argv = ["--models", "resnet18,dlrm", "--modes", "train,eval", *SWEEP_FLAGS, *extra]
+    args = sweep_cli.build_parser().parse_args(argv)
+    row = CaseResult(model="resnet18", mode="eval", device="cpu", status=Status.OK, variant=variant)
+    hint = sweep_cli.rerun_command(args, "resnet18", row)
+    words = hint.split(" ", 2)
+    assert words[:2] == ["python", "diagnostics.py"]
+    again = sweep_cli.build_parser().parse_args(shlex.split(words[2]))
+    assert (again.models, again.modes, again.out) == ("resnet18", "eval", "elsewhere/out dir")
+    first = sweep_cli.options_of(args, "cpu", argv)
+    second = sweep_cli.options_of(again, "cpu", shlex.split(words[2]))
+    assert second.case == first.case and second.repeat == first.repeat
+    wanted = next(spec for spec in first.cases("resnet18", "eval") if spec.variant == variant)
+    assert second.cases("resnet18", "eval")[-1] == wanted, "the hint runs another case than the row's"

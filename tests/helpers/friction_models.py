@@ -1,8 +1,8 @@
 """Plug-ins for what a newcomer meets: a case long enough to watch its progress, and a CPU-only model file.
 
-``SlowCase`` spends most of its time asleep (cheap on a busy machine): building takes
-``$FRICTION_BUILD_S`` seconds (30 by default), and each eval step ``STEP_S``. ``CpuOnly`` declares only
-its CPU batch sizes, as a model written on a machine without a GPU does. The DDP models fail in one rank.
+``SlowBuild`` spends its build asleep (cheap on a busy machine): ``$FRICTION_BUILD_S`` seconds (30 by
+default), then each eval step takes ``STEP_S``. ``CpuOnly`` declares only its CPU batch sizes, as a model
+written on a machine without a GPU does. The DDP models fail in one rank.
 """
 
 from __future__ import annotations
@@ -21,13 +21,14 @@ from tests.helpers import tiny_models
 from torchbenchmark.contract import BatchSizes, BenchmarkModel, ModelMeta
 
 BUILD_ENV = "FRICTION_BUILD_S"
-STEP_S = 0.25
+STEP_S = 0.005
 
 
-class SlowCase:
-    """A plain-contract model whose build and steps are slow, asleep: a case of about a minute."""
+class SlowBuild:
+    """A plain-contract model whose build is slow, asleep, and whose steps take a few milliseconds: a case
+    whose time goes to building it."""
 
-    name = "slow_case"
+    name = "slow_build"
 
     def __init__(self, device: str = "cpu", batch_size: int | None = None) -> None:
         time.sleep(float(os.environ.get(BUILD_ENV, "30")))
@@ -36,7 +37,7 @@ class SlowCase:
         self.x = torch.randn(batch_size or 2, 8, device=device)
 
     def train(self, niter: int = 1, step_fn: Callable[[], None] | None = None) -> None:
-        raise NotImplementedError("the slow case only evaluates")
+        raise NotImplementedError("the slowly built case only evaluates")
 
     def eval(self, niter: int = 1, step_fn: Callable[[], None] | None = None) -> None:
         with torch.no_grad():

@@ -12,16 +12,16 @@ import pytest
 from tests.helpers import compile_models
 from tests.helpers.marks import contended
 from tests.helpers.summaries import table
-from torchbenchmark.api import collect_diagnostics
+from tests.helpers.sweeps import PRICED, diagnose
 from torchbenchmark.results.spec import Budget, CaseRequest, CaseSpec, Compile
 from torchbenchmark.run.outdir import spec_stem
 
 ROOT = Path(__file__).resolve().parents[2]
-QUICK = Budget(warmup_s=1.0, measure_s=0.3, windows=2, window_tolerance=0.5, edge_calls=1, light_s=0.1)
+QUICK = Budget(warmup_s=1.0, measure_s=0.3, windows=2, window_tolerance=0.5, edge_calls=1, light_s=0.1, replay_sessions=1)
 
 
 def compiled(model: type, tmp_path: Path, backend: str = "inductor") -> object:
-    return collect_diagnostics(model, mode="eval", out_dir=tmp_path, budget=QUICK, detailed=False, compile=Compile(backend))
+    return diagnose(model, mode="eval", out_dir=tmp_path, budget=QUICK, detailed=False, compile=Compile(backend))
 
 
 @pytest.mark.slow
@@ -56,6 +56,7 @@ def test_a_data_dependent_branch_is_a_graph_break_with_its_reason_and_place(tmp_
     assert reason.where == f"{compile_models.__file__}:{line}"
 
 
+@pytest.mark.slow
 def test_a_model_without_a_module_gets_a_skipped_compiled_row(tmp_path: Path) -> None:
     result = compiled(compile_models.NoModule, tmp_path, backend="eager")
     assert result.status == "skipped" and "has none" in result.error
@@ -88,6 +89,7 @@ def sweep(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
         "--out",
         str(out),
         "--compile",
+        *PRICED,
         *args,
     ]
     return subprocess.run(command, capture_output=True, text=True, timeout=600)

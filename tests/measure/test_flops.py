@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from tests.helpers.marks import marked
+from tests.helpers.sweeps import diagnose
 from tests.helpers.synthetic_models import (
     ElementwiseOnly,
     FailsUnderTheCounter,
@@ -20,7 +21,6 @@ from tests.helpers.synthetic_models import (
     TinyBatchedMatmuls,
 )
 from torchbenchmark.analyze.costs import with_peak
-from torchbenchmark.api import collect_diagnostics
 from torchbenchmark.measure import memory
 from torchbenchmark.measure.flops import count_flops, grouped_mm_flops
 from torchbenchmark.measure.peak import measure_peak
@@ -30,7 +30,7 @@ from torchbenchmark.results.records import Summary
 from torchbenchmark.results.schema import CaseResult, Costs, Dispatch, StepTime
 from torchbenchmark.results.spec import Budget
 
-QUICK = Budget(warmup_s=1.0, measure_s=0.5, min_steps=3, edge_calls=2)
+QUICK = Budget(warmup_s=1.0, measure_s=0.5, min_steps=3, edge_calls=2, replay_sessions=1)
 CPU = torch.device("cpu")
 
 
@@ -146,7 +146,7 @@ def test_peak_memory_of_a_step_holding_a_known_activation() -> None:
 
 @pytest.mark.slow
 def test_a_diagnosed_row_carries_costs_consistent_with_its_step_time(tmp_path) -> None:
-    result = collect_diagnostics(MatmulChain, "train", out_dir=tmp_path, budget=QUICK, detailed=False)
+    result = diagnose(MatmulChain, "train", out_dir=tmp_path, budget=QUICK, detailed=False)
     assert result.status == "ok", result.error
     cost, median_ms = result.costs, result.step_time.median_ms
     assert cost.flops_per_step == _chain_flops("train")
@@ -230,7 +230,7 @@ def test_with_peak_leaves_rows_without_flops_alone() -> None:
 def test_models_of_known_character_get_their_compute_limit(tmp_path, model: type, limit: str) -> None:
     """Both are compute-bound (few, long ops); large square matmuls run near the peak, 2x2 ones far below it."""
     peak = measure_peak("cpu", threads=1, size=1024, seconds=0.3)
-    result = with_peak(collect_diagnostics(model, "eval", out_dir=tmp_path, budget=QUICK, detailed=False), peak.gflops)
+    result = with_peak(diagnose(model, "eval", out_dir=tmp_path, budget=QUICK, detailed=False), peak.gflops)
     assert result.status == "ok", result.error
     if marked(result):
         return  # the tool says not to read this row's timed figures: the test does not either

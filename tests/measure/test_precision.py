@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from tests.helpers import precision_models
-from torchbenchmark.api import collect_diagnostics
+from tests.helpers.sweeps import PRICED, diagnose
 from torchbenchmark.measure.precision import TOLERANCES, relative_error, support
 from torchbenchmark.report.summary import note
 from torchbenchmark.results.schema import Accuracy, CaseResult, RemedyReport, Status
@@ -20,12 +20,12 @@ from torchbenchmark.results.spec import Budget, CaseRequest, CaseSpec, Compile
 from torchbenchmark.run.sweep import SweepOptions
 
 ROOT = Path(__file__).resolve().parents[2]
-QUICK = Budget(warmup_s=1.0, measure_s=0.3, windows=2, window_tolerance=0.5, edge_calls=1, light_s=0.1)
+QUICK = Budget(warmup_s=1.0, measure_s=0.3, windows=2, window_tolerance=0.5, edge_calls=1, light_s=0.1, replay_sessions=1)
 MODELS = ROOT / "tests" / "helpers" / "precision_models.py"
 
 
 def variant(model: type, tmp_path: Path, mode: str = "eval", **options: object) -> CaseResult:
-    return collect_diagnostics(model, mode=mode, out_dir=tmp_path, budget=QUICK, detailed=False, **options)
+    return diagnose(model, mode=mode, out_dir=tmp_path, budget=QUICK, detailed=False, **options)
 
 
 def test_a_combination_is_named_by_its_parts_in_order() -> None:
@@ -117,7 +117,7 @@ def test_an_op_without_a_bfloat16_kernel_is_a_skipped_row(tmp_path: Path) -> Non
 @pytest.mark.slow
 def test_a_failing_variant_leaves_the_eager_row_ok(tmp_path: Path) -> None:
     command = [sys.executable, str(ROOT / "diagnostics.py"), "--models", f"{MODELS}:Float32Only", "--modes", "eval", "--device", "cpu"]
-    command += ["--steps", "3", "--no-detailed", "--no-progress", "--out", str(tmp_path), "--precision", "bf16", "--channels-last"]
+    command += ["--steps", "3", "--no-detailed", "--no-progress", "--out", str(tmp_path), "--precision", "bf16", "--channels-last", *PRICED]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert done.returncode == 1, done.stderr
     rows = {row["variant"]: row for row in json.loads((tmp_path / "summary.json").read_text())["results"]}

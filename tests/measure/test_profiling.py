@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.sweeps import diagnose
 from tests.helpers.tiny_models import TinyMLP
-from torchbenchmark.api import collect_diagnostics
 from torchbenchmark.results.spec import Budget
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "traces-and-hta.md"
@@ -29,7 +29,7 @@ def first_python_block(path: Path) -> str:
 @pytest.mark.slow
 def test_the_documented_hta_example_reads_every_profiled_step(tmp_path: Path) -> None:
     pytest.importorskip("hta.trace_analysis")
-    result = collect_diagnostics(TinyMLP, "train", out_dir=tmp_path, budget=Budget(steps=3), detailed=False)
+    result = diagnose(TinyMLP, "train", out_dir=tmp_path, budget=Budget(steps=3, replay_sessions=1), detailed=False)
     assert result.status == "ok", result.error
     trace = tmp_path / result.traces.light
     code = first_python_block(PAGE)

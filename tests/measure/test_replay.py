@@ -13,11 +13,13 @@ import torch
 
 from tests.helpers.plain_plugins import PlainModel
 from tests.helpers.pricing import PRICES, _events
+from tests.helpers.sweeps import PRICED
 from torchbenchmark.analyze import pricing
 from torchbenchmark.analyze.stats import StepStats
 from torchbenchmark.analyze.trace import load_events
 from torchbenchmark.measure import replay
 from torchbenchmark.measure.profiling import ProfileRun
+from torchbenchmark.results.spec import Budget
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGINS = ROOT / "tests" / "helpers" / "replay_models.py"
@@ -69,7 +71,7 @@ def test_replayed_sessions_are_traced_as_real_steps_their_annotations_and_all(tm
                     if step_fn is not None:
                         step_fn()
 
-    paths = [tmp_path / f"session{i}.pt.trace.json.gz" for i in range(replay.SESSIONS)]
+    paths = [tmp_path / f"session{i}.pt.trace.json.gz" for i in range(Budget().replay_sessions)]
     runs = replay.replayed_profiles(Annotated(), "eval", paths, replay.Replay())
     assert [run.trace_path for run in runs] == paths
     for run in runs:
@@ -121,7 +123,7 @@ def test_a_sweep_replays_an_eager_cpu_step_and_keeps_a_row_for_one_that_refuses(
     specs = ",".join(f"{PLUGINS}:{name}" for name in ("GlueAfterLargeOps", "ChecksItsValues"))
     done = subprocess.run(
         [sys.executable, str(ROOT / "diagnostics.py"), "--models", specs, "--modes", "eval", "--device", "cpu", "--threads", "1",
-         "--steps", "5", "--no-detailed", "--no-progress", "--out", str(tmp_path)],
+         "--steps", "5", "--no-detailed", "--no-progress", "--out", str(tmp_path), *PRICED],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
@@ -140,7 +142,7 @@ def test_an_rnn_step_at_two_threads_has_its_time_steps_priced_at_two(tmp_path: P
     two threads as well as one and its price counts the difference; the row says how long that took."""
     done = subprocess.run(
         [sys.executable, str(ROOT / "diagnostics.py"), "--models", f"{PLUGINS}:SmallLSTM", "--modes", "eval", "--device", "cpu",
-         "--threads", "2", "--steps", "5", "--no-detailed", "--no-progress", "--out", str(tmp_path)],
+         "--threads", "2", "--steps", "5", "--no-detailed", "--no-progress", "--out", str(tmp_path), *PRICED],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr

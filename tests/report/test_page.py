@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import stand_ins
+from tests.helpers.sweeps import PRICED
 from torchbenchmark import api
 from torchbenchmark.api import compare, load_summary
 from torchbenchmark.report import page as report
@@ -33,8 +35,10 @@ from torchbenchmark.results.schema import (
     Traces,
     Warmup,
 )
-from torchbenchmark.results.spec import Budget, CaseSpec
+from torchbenchmark.results.spec import CaseSpec
 from torchbenchmark.run import outdir, sweep
+
+pytestmark = pytest.mark.xdist_group("report_page")  # one worker runs the module's sweep once, for all its tests
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests" / "helpers"
@@ -56,7 +60,19 @@ def diagnostics(*args: str) -> subprocess.CompletedProcess[str]:
 def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
     out = tmp_path_factory.mktemp("out")
     done = diagnostics(
-        "--models", MODELS, "--out", str(out), "--device", "cpu", "--steps", "3", "--no-detailed", "--no-progress", "--timeout", "300"
+        "--models",
+        MODELS,
+        "--out",
+        str(out),
+        "--device",
+        "cpu",
+        "--steps",
+        "3",
+        "--no-detailed",
+        "--no-progress",
+        "--timeout",
+        "300",
+        *PRICED,
     )
     return done, out
 
@@ -192,15 +208,17 @@ def test_links_to_traces_and_logs_are_relative_and_exist(swept) -> None:
         assert not Path(name).is_absolute() and (out / name).is_file(), name
 
 
-@pytest.mark.slow
 def test_a_report_that_cannot_be_drawn_is_a_warning_not_a_lost_sweep(tmp_path, monkeypatch, caplog) -> None:
     def broken(summary: Summary) -> str:
         raise RuntimeError("no plots today")
 
+    def case(spec: CaseSpec, name: str, out_dir: Path, on_phase: object = None) -> CaseResult:
+        return CaseResult(model=name, mode=spec.mode, device="cpu", status="ok", batch_size=2, step_time=StepTime(1.0, 0.1, 1.0, 10))
+
     monkeypatch.setattr(outdir, "render_report", broken)
-    options = sweep.SweepOptions(case=CaseSpec(budget=Budget(steps=3), detailed=False, timeout_s=300), out_dir=tmp_path, progress=False)
+    options = sweep.SweepOptions(out_dir=tmp_path, progress=False)
     with caplog.at_level(logging.WARNING, logger="torchbenchmark.run.outdir"):
-        outcome = sweep.run_sweep([f"{TESTS / 'tiny_models.py'}:TinyMLP"], ["eval"], options)
+        outcome = sweep.run_sweep(["alexnet"], ["eval"], options, stand_ins.machinery(case))
     assert outcome.exit_status == 0 and outcome.report is None
     assert (tmp_path / "summary.json").is_file() and not (tmp_path / "report.html").exists()
     assert "report.html not written: RuntimeError: no plots today" in caplog.text
@@ -333,6 +351,7 @@ def write_side(path: Path, *rows: CaseResult) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_compare_html_writes_the_comparison_page_regressions_first(tmp_path) -> None:
     slow = [
         ok_row("convnet", "train", 300.0, 0.01, "compute-bound", samples=Samples((300.0,) * 3, ())),
@@ -363,6 +382,7 @@ def test_compare_html_writes_the_comparison_page_regressions_first(tmp_path) -> 
     assert "This comparison catches slowdowns of 7.2% or more, 9 times in 10, in the median case" in text  # 3 a side, at the floor
 
 
+@pytest.mark.slow
 def test_compare_html_to_an_unwritable_place_is_a_usage_error(tmp_path) -> None:
     side = write_side(tmp_path / "side.json", ok_row("convnet", "train", 300.0, 0.01, "compute-bound"))
     done = diagnostics("compare", str(side), str(side), "--html", str(tmp_path / "no" / "such" / "page.html"))
@@ -520,3 +540,53 @@ def test_the_bar_charts_place_every_case_on_one_scale() -> None:
     light = marks(bars.distortion(rows), "bar profile-light")
     assert all(detailed[a][0][1] > light[a][0][1] > 0 for a in detailed)  # +40% is longer than +2%
     assert bars.step_times([rows[0].__class__(model="x", mode="eval", device="cpu", status="failed")]) is None
+
+
+# --- what the pages claim, and where their links lead ----------------------------------------------------
+
+
+def test_the_pages_claim_nothing_of_the_detailed_trace_it_does_not_hold() -> None:
+    from tests.helpers.pages import text_of
+
+    summary = load_summary(REFERENCE)
+    pages = [report.render_report(summary), report.render_comparison_report(compare(summary, summary), summary, summary)]
+    for prose in (part for page_html in pages for _, part in re.findall(r"<(p|figcaption|li)\b[^>]*>(.*?)</\1>", page_html, re.S)):
+        for sentence in re.split(r"(?<=[.:;])\s", text_of(prose)):
+            if "detailed" in sentence.lower():
+                assert "flop" not in sentence.lower(), sentence
+
+
+def test_one_case_is_one_case_on_both_pages() -> None:
+    from tests.helpers.pages import one_case, text_of
+
+    summary = one_case(load_summary(REFERENCE))
+    for text in (
+        text_of(report.render_report(summary)),
+        text_of(report.render_comparison_report(compare(summary, summary), summary, summary)),
+    ):
+        assert not re.search(r"\b1 (cases|rows|runs|regressions|ranks|collectives)\b", text), text[:500]
+        assert "1 case" in text
+
+
+def test_the_environment_tables_scroll_inside_their_box() -> None:
+    summary = load_summary(REFERENCE)
+    compared = report.render_comparison_report(compare(summary, summary), summary, summary)
+    assert re.search(r'<div class="scroll"><table class="environments">', compared)
+    assert ".tb-report .scroll { overflow-x: auto; }" in compared
+    assert re.search(r'<div class="scroll"><table class="sortable">', report.render_report(summary))
+
+
+def test_no_page_links_a_row_path_that_leaves_the_folder(tmp_path: Path) -> None:
+    """The sweep's own page too: a record put in the folder by hand cannot make it link out."""
+    from tests.helpers.pages import assert_links_stay_inside
+    from torchbenchmark.results.schema import Distributed, RankFigures, Status
+
+    rank = RankFigures(rank=1, host="h", step_median_ms=2.0, comm_pct=1.0, exposed_comm_pct=0.5, trace="../../../etc/shadow")
+    distributed = Distributed(2, "gloo", 1, (rank,), 0.0, 1.0, 0.5, 50.0, True)
+    row = CaseResult(
+        model="m", mode="train", device="cpu", status=Status.OK, step_time=StepTime(2.0, 0.1, 2.0, 10),
+        log="../../etc/passwd", traces=Traces("/etc/passwd", "javascript:alert(1)"), distributed=distributed,
+    )  # fmt: skip
+    page = report.render_report(summary_of_records([RunRecord("r", {"host": "h"}, rows=(row,))], str(tmp_path)))
+    assert "not linked: its path leaves the output folder" in page
+    assert_links_stay_inside(page)

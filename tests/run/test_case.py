@@ -27,7 +27,7 @@ from tests.helpers.sweeps import FAST, TINY
 from torchbenchmark import cli, registry
 from torchbenchmark.cli import listing
 
-pytestmark = pytest.mark.slow  # sweeps of faulty models, each case in processes of its own
+pytestmark = pytest.mark.xdist_group("run_case")  # one worker runs the module's sweeps once, for all its tests
 
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -182,6 +182,7 @@ def check_case(sweep: Sweep, model: str, mode: str, status: str, *reasons: str) 
     return row
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "sweep_name, model, mode, reason",
     [
@@ -198,6 +199,7 @@ def test_model_that_raises_is_a_failed_row(sweeps, sweep_name: str, model: str, 
     assert not list((ROOT / "tests").glob("*:*"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model, signame", [("aborts", "SIGABRT"), ("segfaults", "SIGSEGV"), ("kills_itself", "SIGKILL")])
 def test_process_that_dies_is_a_failed_row_with_the_signal(sweeps, model: str, signame: str) -> None:
     row = check_case(sweeps["train"], model, "train", "failed", signame)
@@ -207,6 +209,7 @@ def test_process_that_dies_is_a_failed_row_with_the_signal(sweeps, model: str, s
         assert "Fatal Python error" in log and "faulty_models.py" in log
 
 
+@pytest.mark.slow
 def test_child_left_by_a_crashed_model_is_killed(sweeps) -> None:
     sweep = sweeps["train"]
     check_case(sweep, "aborts_leaving_child", "train", "failed", "SIGABRT")
@@ -214,6 +217,7 @@ def test_child_left_by_a_crashed_model_is_killed(sweeps) -> None:
     assert process_gone(child)
 
 
+@pytest.mark.slow
 def test_user_file_where_a_model_folder_goes_is_a_failed_row_and_kept(sweeps) -> None:
     sweep = sweeps["train"]
     row = sweep.rows[("healthy", "train")]
@@ -222,6 +226,7 @@ def test_user_file_where_a_model_folder_goes_is_a_failed_row_and_kept(sweeps) ->
     assert_untouched(sweep.sentinels)
 
 
+@pytest.mark.slow
 def test_hung_model_times_out_and_its_process_tree_is_killed(sweeps) -> None:
     sweep = sweeps["hang"]
     row = check_case(sweep, "hangs_with_child", "eval", "timeout", f"no result after {HANG_TIMEOUT_S} s")
@@ -232,18 +237,22 @@ def test_hung_model_times_out_and_its_process_tree_is_killed(sweeps) -> None:
     assert all(process_gone(pid) for pid in pids)
 
 
+@pytest.mark.slow
 def test_out_of_memory_is_a_failed_row_with_a_batch_size_hint(sweeps) -> None:
     check_case(sweeps["train"], "out_of_memory", "train", "failed", "out of memory", "--batch-size", "MemoryError")
 
 
+@pytest.mark.slow
 def test_missing_optional_dependency_is_a_skipped_row(sweeps) -> None:
     check_case(sweeps["train"], "missing_dependency", "train", "skipped", "unavailable", faulty_models.MISSING_PACKAGE)
 
 
+@pytest.mark.slow
 def test_not_implemented_mode_is_a_skipped_row(sweeps) -> None:
     check_case(sweeps["eval"], "eval_not_implemented", "eval", "skipped", "eval not supported", "no inference mode")
 
 
+@pytest.mark.slow
 def test_list_shows_a_plugin_with_a_missing_requirement_unavailable(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["--list", "--models", f"{TINY},{faulty('MissingDependency')}"]) == 0
     lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[2:]}
@@ -259,6 +268,7 @@ def test_list_shows_a_registered_model_with_a_missing_requirement_unavailable(mo
     assert "resnet50" in listing.listing()
 
 
+@pytest.mark.slow
 def test_exit_status_is_zero_when_every_case_is_ok_or_skipped_and_a_rerun_keeps_other_rows(sweeps, tmp_path: Path) -> None:
     """Re-run two models of the train sweep into a copy of its folder: their rows update, the rest stay."""
     out = tmp_path / "out"
@@ -288,6 +298,7 @@ def test_exit_status_is_zero_when_every_case_is_ok_or_skipped_and_a_rerun_keeps_
     assert_untouched(sweeps["train"].sentinels)  # the copy's origin was not touched either
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("signum", "again"),
     [(signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGINT, True)],
@@ -336,6 +347,7 @@ def test_signal_ends_the_running_case_and_marks_the_rest_interrupted(tmp_path: P
     assert_untouched(sentinels)
 
 
+@pytest.mark.slow
 def test_second_sweep_into_a_folder_in_use_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "out"
     sentinels = place_sentinels(out)
@@ -375,6 +387,7 @@ def _bad_inputs() -> list[Any]:
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("existing", [False, True], ids=["new-out", "existing-out"])
 @pytest.mark.parametrize("args, message", _bad_inputs())
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(
@@ -405,6 +418,7 @@ def test_out_that_is_a_file_or_cannot_be_made_is_refused(tmp_path: Path, capsys,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.csv"]
 
 
+@pytest.mark.slow
 def test_bad_input_from_the_command_line(tmp_path: Path) -> None:
     """The same through the script itself: exit status 2 and one line, with no Python traceback."""
     done = subprocess.run(

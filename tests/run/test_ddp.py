@@ -1,20 +1,33 @@
-"""--ddp N: a train case as DistributedDataParallel through torch.distributed.run, with real ranks.
+"""--ddp N: a train case as DistributedDataParallel through torch.distributed.run, with real ranks, and a
+failed case named by the rank that caused it: the one that failed of its own accord, or the one that got
+least far when the case timed out.
 
-Each test launches torchrun with two gloo ranks on this machine. Every process of a test carries a
+Each slow test launches torchrun with two gloo ranks on this machine. Every process of a test carries a
 marker in its environment, so "no process left" is checked on exactly the processes the test started.
+The sweeps whose rank 1 fails start before the file's first case and are read by its last test: the stalled
+rank's timeout is waited out while the cases between run.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.processes import TOKEN_ENV, processes_with
+from tests.helpers.processes import ROOT, TOKEN_ENV, processes_with
+from tests.helpers.specs import friction
+from tests.helpers.sweeps import PRICED
 from torchbenchmark.analyze.comm import summarize_comm
 from torchbenchmark.analyze.trace import load_events
 from torchbenchmark.results.schema import CaseResult
@@ -22,9 +35,14 @@ from torchbenchmark.results.spec import Budget, CaseSpec
 from torchbenchmark.run import ddp
 from torchbenchmark.run.worker import run_in_process
 
-ROOT = Path(__file__).resolve().parents[2]
+# The failing sweeps' fixture is shared by the first slow test and the last: one worker runs the file in order.
+pytestmark = pytest.mark.xdist_group("test_ddp")
+
 TINY = str(ROOT / "tests" / "helpers" / "tiny_models.py")
 QUICK = Budget(warmup_s=0.5, steps=10, edge_calls=1, light_steps=3, light_s=0.0)
+# The stalled rank's case waits out its timeout: still room for both ranks to start and build on a busy runner
+# (about 20 s beside two hogs), where the worker's own start-up eats into it.
+STALL_TIMEOUT_S = 50
 
 
 def run_ddp(monkeypatch: pytest.MonkeyPatch, out: Path, model: str, timeout_s: float = 240.0) -> tuple[CaseResult, str]:
@@ -41,7 +59,69 @@ def assert_no_process_left(marker: str) -> None:
     assert processes_with(marker) == [], "a rank or torchrun outlived its case"
 
 
+@dataclasses.dataclass
+class FailingSweeps:
+    """Two sweeps through the whole path (guard, worker, torchrun) whose rank 1 fails: one where it crashes or
+    is killed, which ends by itself, and one where it stalls, which times out. Their processes carry ``marker``."""
+
+    out: Path
+    marker: str
+    crashed: subprocess.Popen[str] | None = None
+    stalled: subprocess.Popen[str] | None = None
+    stderr: str = ""
+    left: list[int] = dataclasses.field(default_factory=list)  # processes with the marker 10 s after both ended
+
+    def start(self, name: str, models: list[str], timeout_s: int) -> subprocess.Popen[str]:
+        """The sweep of ``models`` into ``out/name``, its stderr in ``out/name.stderr``; not waited for."""
+        command = [sys.executable, str(ROOT / "diagnostics.py"), "--models", ",".join(models), "--ddp", "2", "--steps", "10",
+                   "--no-detailed", "--timeout", str(timeout_s), "--out", str(self.out / name), "--no-progress", *PRICED]  # fmt: skip
+        with open(self.out / f"{name}.stderr", "w") as stderr:
+            env = {**os.environ, TOKEN_ENV: self.marker}
+            return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr, text=True)
+
+    def wait_for_the_stall(self) -> None:
+        """Return once the stalled sweep's rank 0 waits at the wrap for rank 1 (or it ended, or 180 s passed):
+        from there on its case only waits for its timeout, and work beside it cannot make it miss the build."""
+        deadline = time.monotonic() + 180
+        while self.stalled.poll() is None and time.monotonic() < deadline:
+            if re.search(r"rank 0 wrap; rank 1 build", (self.out / "stalled.stderr").read_text()):
+                return
+            time.sleep(0.5)
+
+    def finish(self) -> None:
+        """Wait for both sweeps; say which processes of theirs are left. Once."""
+        if self.stderr:
+            return
+        for sweep in (self.crashed, self.stalled):
+            sweep.wait(timeout=600)
+        self.stderr = "".join((self.out / f"{name}.stderr").read_text() for name in ("crashed", "stalled"))
+        deadline = time.monotonic() + 10  # a killed process takes a moment to be reaped
+        while processes_with(self.marker) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        self.left = processes_with(self.marker)
+
+    def rows(self) -> dict[str, dict[str, object]]:
+        found = {}
+        for name in ("crashed", "stalled"):
+            found.update({row["model"]: row for row in json.loads((self.out / name / "summary.json").read_text())["results"]})
+        return found
+
+
+@pytest.fixture(scope="module")
+def failing_sweeps(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FailingSweeps]:
+    sweeps = FailingSweeps(tmp_path_factory.mktemp("failing"), uuid.uuid4().hex)
+    try:
+        sweeps.stalled = sweeps.start("stalled", [friction("RankOneStalls")], STALL_TIMEOUT_S)
+        sweeps.wait_for_the_stall()
+        sweeps.crashed = sweeps.start("crashed", [friction("RankOneCrashes"), friction("RankOneKilled")], 90)
+        yield sweeps
+    finally:
+        for pid in processes_with(sweeps.marker):  # a test that failed leaves nothing running either
+            os.kill(pid, signal.SIGKILL)
+
+
 @pytest.mark.slow
+@pytest.mark.usefixtures("failing_sweeps")  # started first: the stalled rank waits out its timeout beside this case
 def test_two_ranks_give_per_rank_traces_comm_share_and_leave_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     row, marker = run_ddp(monkeypatch, tmp_path, "TinyMLP")
     assert row.status == "ok", row.error
@@ -74,22 +154,6 @@ def test_a_failing_rank_fails_the_case_with_its_reason(monkeypatch: pytest.Monke
     row, marker = run_ddp(monkeypatch, tmp_path, "RankOneFails")
     assert row.status == "failed"
     assert row.error is not None and row.error.startswith("rank 1: RuntimeError: rank one fails on purpose"), row.error
-    assert_no_process_left(marker)
-
-
-@pytest.mark.slow
-def test_a_segfaulting_rank_is_named_with_its_signal(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    row, marker = run_ddp(monkeypatch, tmp_path, "RankOneSegfaults")
-    assert row.status == "failed"
-    assert row.error is not None and row.error.startswith("rank 1 crashed: Fatal Python error: Segmentation fault"), row.error
-    assert_no_process_left(marker)
-
-
-@pytest.mark.slow
-def test_a_hanging_rank_times_the_case_out_and_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    row, marker = run_ddp(monkeypatch, tmp_path, "RankOneHangs", timeout_s=45.0)
-    assert row.status == "timeout"
-    assert row.error is not None and "rank 1 got least far (build" in row.error, row.error
     assert_no_process_left(marker)
 
 
@@ -170,3 +234,63 @@ def test_the_rank_that_failed_of_its_own_accord_is_named_not_the_peer_that_saw_i
     # A rank that crashed left its fault: it is named with it, whatever the others said.
     (tmp_path / "rank1.fault").write_text("Fatal Python error: Segmentation fault\n\nCurrent thread ...\n")
     assert ddp.rank_failure(tmp_path, 2, 1) == ("failed", "rank 1 crashed: Fatal Python error: Segmentation fault")
+
+
+def test_where_the_ranks_are_is_one_short_line(tmp_path: Path) -> None:
+    assert ddp.whereabouts(tmp_path, 2) == "2 ranks: not started"
+    (tmp_path / "rank0.status.json").write_text(json.dumps({"pid": 1, "phase": "characterise", "detail": "measuring window 2"}))
+    for rank in (1, 2):
+        (tmp_path / f"rank{rank}.status.json").write_text(json.dumps({"pid": 2 + rank, "phase": "build", "detail": ""}))
+    assert ddp.whereabouts(tmp_path, 3) == "rank 0 characterise (measuring window 2); ranks 1,2 build"
+    (tmp_path / "rank1.status.json").write_text(json.dumps({"pid": 2, "phase": "characterise", "detail": "measuring window 2"}))
+    assert ddp.whereabouts(tmp_path, 2) == "2 ranks: characterise (measuring window 2)"
+    assert ddp.laggard(tmp_path, 2).startswith("ranks 0 and 1 got least far (characterise, 0 collectives")
+
+
+TORCHRUN_REPORT = """\
+Failures:
+[1]:
+  time      : 2026-12-02_02:07:47
+  rank      : 0 (local_rank: 0)
+  exitcode  : -15 (pid: 876)  (SIGTERM)
+  traceback : Signal 15 (SIGTERM) received by PID 876
+-----------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  rank      : 1 (local_rank: 1)
+  exitcode  : -9 (pid: 877)  (SIGKILL)
+  traceback : Signal 9 (SIGKILL) received by PID 877
+"""
+
+
+def test_a_rank_that_left_no_word_is_named_with_the_signal_torchrun_saw(tmp_path: Path) -> None:
+    lines = [line for line in TORCHRUN_REPORT.splitlines(keepends=True) if ddp.REPORT_LINE.search(line)]
+    exits = ddp.exits_of(lines)
+    assert exits == ddp.Exits({0: -15, 1: -9}, 1)
+    # Neither rank reported: the one torchrun saw fail first, with its signal.
+    assert ddp.rank_failure(tmp_path, 2, 1, exits)[1].startswith("rank 1 was killed by SIGKILL: the system may have run out")
+    # Rank 0 saw its peer go: rank 1, silent, is named with its signal, not rank 0's connection error.
+    peer = {"rank": 0, "status": "failed", "reason": "RuntimeError: [pair.cc:545] Read error: Connection reset by peer", "at": 1.0}
+    (tmp_path / "rank0.error.json").write_text(json.dumps(peer))
+    assert ddp.rank_failure(tmp_path, 2, 1, exits)[1].startswith("rank 1 was killed by SIGKILL")
+    assert ddp.rank_failure(tmp_path, 2, 1)[1].startswith("rank 1 died without a report")
+
+
+@pytest.mark.slow
+def test_a_sweep_names_the_rank_that_crashed_and_the_rank_that_hung(failing_sweeps: FailingSweeps) -> None:
+    """Through the whole sweep (guard, worker, torchrun), where the worker's own start-up eats into the timeout:
+    a rank that segfaults, one killed by SIGKILL, and one that never finishes building, which times the case out."""
+    failing_sweeps.finish()
+    for sweep in (failing_sweeps.crashed, failing_sweeps.stalled):
+        assert sweep.returncode == 1, failing_sweeps.stderr[-3000:]
+    rows = failing_sweeps.rows()
+    crashed, hung = rows["rank_one_crashes"], rows["rank_one_stalls"]
+    assert crashed["status"] == "failed"
+    assert crashed["error"].startswith("rank 1 crashed: Fatal Python error: Segmentation fault"), crashed["error"]
+    killed = rows["rank_one_killed"]
+    assert killed["status"] == "failed"
+    assert killed["error"].startswith("rank 1 was killed by SIGKILL: the system may have run out of memory"), killed["error"]
+    assert hung["status"] == "timeout"
+    assert "rank 1 got least far (build" in hung["error"], hung["error"]
+    assert "2 ranks: " in failing_sweeps.stderr, "the progress lines never said where the ranks were"
+    assert failing_sweeps.left == [], "a rank or torchrun outlived its case"

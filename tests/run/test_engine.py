@@ -14,10 +14,9 @@ import pytest
 import torch
 from torch import nn
 
-from tests.helpers.sweeps import FAST, SWEEP_ARGS, TINY
+from tests.helpers.sweeps import FAST, SWEEP_ARGS, TINY, diagnose
 from tests.helpers.synthetic_models import FewLargeMatmuls, ManyTinyOps
 from torchbenchmark import cli
-from torchbenchmark.api import collect_diagnostics
 from torchbenchmark.cli.args import UsageError
 from torchbenchmark.cli.models import resolve_device
 from torchbenchmark.cli.sweep import build_parser
@@ -32,7 +31,7 @@ from torchbenchmark.run.outdir import stem, trace_name
 ROOT = Path(__file__).resolve().parents[2]
 gpu = pytest.mark.gpu
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-QUICK = Budget(warmup_s=1.0, measure_s=0.5, min_steps=3, edge_calls=2)
+QUICK = Budget(warmup_s=1.0, measure_s=0.5, min_steps=3, edge_calls=2, replay_sessions=1)
 
 
 @pytest.fixture
@@ -165,7 +164,7 @@ class HugeActivation(BenchmarkModel):
 @needs_gpu
 @pytest.mark.parametrize("mode", ["train", "eval"])
 def test_many_tiny_ops_on_a_gpu_is_dispatch_bound(tmp_path: Path, mode: str) -> None:
-    result = collect_diagnostics(ManyTinyOps, mode, device="cuda", out_dir=tmp_path, budget=QUICK, detailed=False)
+    result = diagnose(ManyTinyOps, mode, device="cuda", out_dir=tmp_path, budget=QUICK, detailed=False)
     assert result.status == "ok", result.error
     assert result.gpu is not None and result.gpu.limited_by == "cpu", result.gpu
     assert result.dispatch.verdict == "dispatch-bound", result
@@ -176,7 +175,7 @@ def test_many_tiny_ops_on_a_gpu_is_dispatch_bound(tmp_path: Path, mode: str) -> 
 @needs_gpu
 @pytest.mark.parametrize("mode", ["train", "eval"])
 def test_few_large_matmuls_on_a_gpu_is_compute_bound(tmp_path: Path, mode: str) -> None:
-    result = collect_diagnostics(FewLargeMatmuls, mode, device="cuda", out_dir=tmp_path, budget=QUICK, detailed=False)
+    result = diagnose(FewLargeMatmuls, mode, device="cuda", out_dir=tmp_path, budget=QUICK, detailed=False)
     assert result.status == "ok", result.error
     assert result.gpu is not None and result.gpu.limited_by == "gpu", result.gpu
     assert result.dispatch.verdict == "compute-bound", result
@@ -185,7 +184,7 @@ def test_few_large_matmuls_on_a_gpu_is_compute_bound(tmp_path: Path, mode: str) 
 @gpu
 @needs_gpu
 def test_a_gpu_row_has_every_gpu_figure(tmp_path: Path) -> None:
-    result = collect_diagnostics(FewLargeMatmuls, "train", device="cuda:0", out_dir=tmp_path, budget=QUICK)
+    result = diagnose(FewLargeMatmuls, "train", device="cuda:0", out_dir=tmp_path, budget=QUICK)
     assert result.status == "ok", result.error
     row = result.to_dict()
     assert row["device"] == "cuda:0"
@@ -199,7 +198,7 @@ def test_a_gpu_row_has_every_gpu_figure(tmp_path: Path) -> None:
 @gpu
 @needs_gpu
 def test_out_of_memory_on_a_gpu_is_a_row(tmp_path: Path) -> None:
-    result = collect_diagnostics(HugeActivation, "train", device="cuda", out_dir=tmp_path, budget=QUICK, detailed=False)
+    result = diagnose(HugeActivation, "train", device="cuda", out_dir=tmp_path, budget=QUICK, detailed=False)
     assert result.status == "failed" and result.error.startswith(OUT_OF_MEMORY_HINT), result.error
 
 
@@ -229,3 +228,24 @@ def test_a_sweep_on_a_gpu_writes_cuda_rows_and_files(tmp_path: Path) -> None:
     assert {(row["device"], row["status"]) for row in rows} == {("cuda", "ok")}
     assert all(row["gpu"]["limited_by"] in ("cpu", "gpu", "both") for row in rows)
     assert (tmp_path / "tiny_mlp" / "train-cuda.pt.trace.json.gz").exists()
+
+
+@pytest.fixture
+def two_threads() -> Any:
+    """Two intra-op threads for one test, the session's one restored after it."""
+    saved = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(saved)
+
+
+@pytest.mark.slow
+def test_a_case_at_two_threads_is_priced_for_two(tmp_path: Path, two_threads: None) -> None:
+    """In this process, as a sweep's --threads 2 case runs: the interval's low end counts the ops alone, and says so."""
+    row = diagnose(ManyTinyOps, "eval", out_dir=tmp_path, budget=QUICK, detailed=False)
+    assert row.status == "ok", row.error
+    dispatch = row.dispatch
+    assert dispatch.interval_note is not None and "at 2 threads" in dispatch.interval_note, dispatch
+    low, high = dispatch.overhead_interval
+    assert low <= dispatch.fraction <= high, dispatch
+    assert torch.get_num_threads() == 2  # the case left the threads it found

@@ -73,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add = parser.add_argument
     add("--models", help="names, 'all', family:NAME, or plug-ins (module:Class, file.py:Class), comma-separated")
-    add("--exclude", help="models to leave out of --models (names, family:NAME or plug-ins)")
+    add("--exclude", help="models to leave out of --models")
     add("--modes", help="train, eval or both (default: both; train with --ddp)")
     add("--device", default="auto", help="auto (cuda when available), cpu, cuda or cuda:N (default: auto)")
     add("--out", default=DEFAULT_OUT, help=f"output folder (default: {DEFAULT_OUT})")
@@ -82,7 +82,13 @@ def build_parser() -> argparse.ArgumentParser:
     add("--timeout", type=positive_float, default=DEFAULT_TIMEOUT_S, help=f"seconds per case (default: {DEFAULT_TIMEOUT_S:g})")
     add("--threads", type=positive_int, help="torch intra-op threads per case (default: torch's)")
     add("--no-detailed", action="store_true", help="skip the detailed profile")
-    add("--scaling", action="store_true", help="also bound the overhead by timing each case at 1/2, 1/4 and 1/8 of its batch")
+    add("--scaling", action="store_true", help="also bound the overhead by batch-size scaling")
+    add(
+        "--calibration",
+        metavar="FILE",
+        help="per-event prices kept in FILE (read, else measured)",
+    )
+    add("--peak-gflops", type=positive_float, metavar="N", help="peak float32 GFLOP/s, not measured (2 s)")
     add("--repeat", type=positive_int, default=1, help="processes per case, in rounds over cases (default: 1)")
     add("--compile", action="store_true", help="also run each case with its module under torch.compile")
     add("--backend", default=DEFAULT_BACKEND, help=f"with --compile: a torch.compile backend (default: {DEFAULT_BACKEND})")
@@ -105,6 +111,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _check_flags(args: argparse.Namespace, device: str, modes: list[str]) -> None:
+    if args.calibration is not None:
+        calibration = Path(args.calibration)
+        if not args.calibration.strip() or calibration.is_dir() or (calibration.exists() and not calibration.is_file()):
+            raise UsageError(f"--calibration {args.calibration!r}: name a file (one this tool writes, or wrote before)")
     if args.ddp and args.compile:
         raise UsageError("--ddp and --compile do not combine: DDP cases run the eager module")
     if args.ddp and (args.precision or args.channels_last):
@@ -137,6 +147,7 @@ def options_of(args: argparse.Namespace, device: str, argv: Sequence[str]) -> Sw
         threads=args.threads,
         detailed=not args.no_detailed,
         scaling=args.scaling,
+        calibration=str(Path(args.calibration).absolute()) if args.calibration else None,  # the case's process has its own cwd
         timeout_s=args.timeout,
         world_size=args.ddp or 1,
     )
@@ -148,6 +159,7 @@ def options_of(args: argparse.Namespace, device: str, argv: Sequence[str]) -> Sw
         channels_last=args.channels_last,
         repeat=args.repeat,
         shard=args.shard,
+        peak_gflops=args.peak_gflops,
         command=shlex.join(["diagnostics.py", *argv]),
         progress=not args.no_progress,
     )

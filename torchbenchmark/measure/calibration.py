@@ -9,7 +9,9 @@ within each repeat, so a spell of load falls on all of them alike.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 import statistics
 import tempfile
 import time
@@ -22,8 +24,11 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 from torchbenchmark.analyze.overhead import TIME_STEP_KINDS, overhead_events_of_trace
 from torchbenchmark.analyze.pricing import RNN_TIME_STEPS, Calibration, Counted, prices_from_timings
+from torchbenchmark.measure.environment import machine_name
 from torchbenchmark.measure.harness import StepTimer, device_sync
 from torchbenchmark.measure.native_logs import quiet_kineto
+from torchbenchmark.results.codec import SchemaError, decode_object, encode
+from torchbenchmark.results.files import PARTIAL_SUFFIX, StorageError, dumps, load_json, write_atomic
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,3 +238,55 @@ def rnn_step_at_threads_us(device: torch.device, threads: int, grad: bool, budge
         return (fastest_us[count, RNN_TIME_STEPS] - fastest_us[count, 1]) / (RNN_TIME_STEPS - 1)
 
     return max(0.0, per_step_us(threads) - per_step_us(1))
+
+
+@dataclasses.dataclass(frozen=True)
+class Kept:
+    """A calibration kept in a file (``--calibration FILE``): the prices and what they were measured on."""
+
+    machine: str  # host and processor: prices of another machine are not this one's
+    device: str
+    torch: str
+    calibration: Calibration
+
+
+def calibration_for(
+    device: torch.device, path: str | None, measure: Callable[[torch.device], Calibration] = calibrate
+) -> tuple[Calibration, str]:
+    """This machine's prices and where they came from: read from ``path`` where it holds a calibration of
+    this machine, device and torch; else measured, and written to ``path`` when there is no file there yet.
+
+    Prices are a property of the machine, not of a model: cases of one sweep, or two sweeps a gate compares,
+    can share one set, which takes the calibration's second out of every case and its noise out of a comparison.
+    A file of another machine or torch, or one that cannot be read, is left as it is and the case calibrates.
+    """
+    if not path:
+        return measure(device), "measured"
+    file = Path(path)
+    wanted = (machine_name(), str(device), torch.__version__)
+    if file.exists() or file.is_symlink():
+        try:
+            kept = decode_object(Kept, load_json(file))
+        except (StorageError, SchemaError) as error:
+            return measure(device), f"measured: {file} could not be read ({error})"
+        if (kept.machine, kept.device, kept.torch) == wanted:
+            return kept.calibration, f"read from {file}"
+        return measure(device), f"measured: {file} holds the prices of {kept.machine}, {kept.device}, torch {kept.torch}"
+    calibration = measure(device)
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):  # another case of the sweep wrote it first: theirs stands
+            _write_new(file, dumps(encode(Kept(*wanted, calibration))))
+    except OSError as error:
+        return calibration, f"measured: {file} could not be written ({error.strerror or error})"
+    return calibration, f"measured and written to {file}"
+
+
+def _write_new(path: Path, text: str) -> None:
+    """``text`` at ``path`` unless a file is there already (FileExistsError): a user's file is never replaced."""
+    staged = path.with_name(f".{path.name}.{os.getpid()}{PARTIAL_SUFFIX}")
+    write_atomic(staged, text)
+    try:
+        os.link(staged, path)  # fails where a file exists: unlike a rename, it never replaces one
+    finally:
+        staged.unlink(missing_ok=True)

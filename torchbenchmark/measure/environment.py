@@ -26,6 +26,11 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def machine_name() -> str:
+    """This machine as a calibration kept in a file names it: its host and processor."""
+    return f"{socket.gethostname()} ({cpu_name()})"
+
+
 def collect_environment(device: str, threads: int | None, command: str | None = None) -> dict[str, Any]:
     """Versions, hardware and settings of a run on ``device`` with ``threads`` intra-op threads."""
     on_gpu = device.startswith("cuda")

@@ -39,10 +39,11 @@ MAX_BYTES = 2 << 30  # the most a replay holds of a step's outputs; past it the 
 # as it runs).
 LEAST_STEPS, MOST_STEPS = 5, 20
 STEPS_S = 1.0
-# The replayed steps come in sessions that start SPACING_S apart: on a shared host a spell of half a second
-# can slow every step of one session alike (dlrm eval's least replayed gap read 494 µs in one, 300 to 334
-# in the nineteen around it), and the least of the sessions' least gaps is the warm gap.
-SESSIONS, SPACING_S = 3, 0.4
+# The replayed steps come in sessions (``Budget.replay_sessions``, three by default) that start SPACING_S
+# apart: on a shared host a spell of half a second can slow every step of one session alike (dlrm eval's
+# least replayed gap read 494 µs in one, 300 to 334 in the nineteen around it), and the least of the
+# sessions' least gaps is the warm gap.
+SPACING_S = 0.4
 DEADLINE_S = 10.0
 
 
@@ -116,10 +117,10 @@ def _layout(tensor: torch.Tensor) -> tuple[Any, ...]:
     return tensor.shape, tensor.dtype, tensor.layout, strides
 
 
-def deadline_s(step_ms: float) -> float:
-    """How long a replay of a step of median ``step_ms`` may take: as long as its steps would take for real,
-    the sessions' spacing, and ``DEADLINE_S`` more."""
-    return DEADLINE_S + STEPS_S + SESSIONS * SPACING_S + (SESSIONS * LEAST_STEPS + 4) * step_ms / 1e3
+def deadline_s(step_ms: float, sessions: int) -> float:
+    """How long a replay of a step of median ``step_ms`` in ``sessions`` sessions may take: as long as its steps
+    would take for real, the sessions' spacing, and ``DEADLINE_S`` more."""
+    return DEADLINE_S + STEPS_S + sessions * SPACING_S + (sessions * LEAST_STEPS + 4) * step_ms / 1e3
 
 
 def replayed_profiles(model: Any, mode: str, trace_paths: Sequence[Path], replay: Replay) -> list[ProfileRun]:

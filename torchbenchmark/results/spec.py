@@ -50,9 +50,10 @@ class Budget:
     light_s: float = 1.0  # ...and as many more as fit in this long, up to 50: fast steps need more for a median
     detailed_steps: int = 1  # active steps in the detailed profile, at least...
     detailed_s: float = 0.5  # ...and as many more as fit in this long, up to 5: it is costly per op
+    replay_sessions: int = 3  # sessions of the step replayed with no kernel, 0.4 s apart: the least gap of all counts
 
     def __post_init__(self) -> None:
-        for name in ("min_steps", "max_steps", "edge_calls", "light_steps", "detailed_steps", "warmup_window"):
+        for name in ("min_steps", "max_steps", "edge_calls", "light_steps", "detailed_steps", "warmup_window", "replay_sessions"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
         if self.windows < 2:
@@ -116,6 +117,7 @@ class CaseSpec:
     precision: str | None = None  # one of PRECISIONS; None: float32 (measure.precision)
     channels_last: bool = False  # the module and 4-D inputs in channels_last (measure.precision)
     instructions: bool = False  # also count an eager CPU step's instructions under callgrind (measure.instructions)
+    calibration: str | None = None  # a file of this machine's prices, read where it holds them, else written (measure.calibration)
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, str):

@@ -26,7 +26,7 @@ from torchbenchmark.contract import ModelMeta
 from torchbenchmark.measure import compile as compiled_variant
 from torchbenchmark.measure import precision as recast_variant
 from torchbenchmark.measure import replay
-from torchbenchmark.measure.calibration import calibrate, rnn_step_at_threads_us
+from torchbenchmark.measure.calibration import calibration_for, rnn_step_at_threads_us
 from torchbenchmark.measure.costs import measure_costs
 from torchbenchmark.measure.harness import Characterisation, ColdProbe, Pace, characterise, device_sync, use_device
 from torchbenchmark.measure.profiling import KINDS, ProfileRun, run_profile
@@ -204,7 +204,8 @@ def _profile(
     device = torch.device(spec.device)
     median_ms = measured.characterisation.steps.median_ms
     laps.announce("calibrating")  # after the model has run: a case that fails fails fast
-    calibration = calibrate(device)
+    calibration, source = calibration_for(device, spec.calibration)
+    log.info("%s %s: per-event prices %s", spec.model, spec.mode, source)
     laps("calibrate")
     profiles = {}
     for kind in KINDS if spec.detailed else ("light",):
@@ -246,8 +247,9 @@ def _replayed(spec: CaseSpec, model: Any, folder: Path, median_ms: float, laps: 
     if torch.device(spec.device).type != "cpu" or spec.compile is not None:
         return None
     laps.announce("replaying the step warm")
-    paths = [folder / f".{outdir.spec_stem(spec)}-replay{session}{outdir.TRACE_SUFFIX}" for session in range(replay.SESSIONS)]
-    watching = replay.Replay(deadline_s=replay.deadline_s(median_ms), watch=SETUP_OPS)
+    sessions = spec.budget.replay_sessions
+    paths = [folder / f".{outdir.spec_stem(spec)}-replay{session}{outdir.TRACE_SUFFIX}" for session in range(sessions)]
+    watching = replay.Replay(deadline_s=replay.deadline_s(median_ms, sessions), watch=SETUP_OPS)
     try:
         return replay.warm_reading(model, spec.mode, paths, watching)
     except Exception as error:  # a step that refuses the mode, or checks values a replay does not keep

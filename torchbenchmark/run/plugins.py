@@ -4,6 +4,7 @@ guarded child process with a timeout, so one that hangs, crashes or exits at imp
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import io
 import json
@@ -64,11 +65,24 @@ def probe_plugins(specs: Iterable[str], timeout_s: float = IMPORT_TIMEOUT_S) -> 
     by_target: dict[str, list[str]] = {}
     for spec in dict.fromkeys(specs):
         by_target.setdefault(spec.rpartition(":")[0], []).append(spec)
+    keys = {target: (target, tuple(group), timeout_s, _stamp(target)) for target, group in by_target.items()}
+    new = [target for target, key in keys.items() if key not in _cache]
+    # Each file in a child of its own, side by side: a file that hangs costs its timeout once, not on top
+    # of every other file's import. As many at once as there are CPUs: an import is mostly CPU work.
+    children: list[subprocess.Popen[bytes]] = []  # every probe started, ended at once on Ctrl-C
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(new), os.cpu_count() or 1)))
+    try:
+        probed = dict(zip(new, pool.map(lambda target: _probe_target(target, by_target[target], timeout_s, children), new)))
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        for child in children:
+            guard.end(child)
+        raise
+    pool.shutdown()
     found: dict[str, PluginProbe] = {}
-    for target, group in by_target.items():
-        key = (target, tuple(group), timeout_s, _stamp(target))
-        if key not in _cache:
-            _cache[key] = _probe_target(target, group, timeout_s)
+    for target, key in keys.items():
+        if target in probed:
+            _cache[key] = probed[target]
         found.update(_cache[key])
     return found
 
@@ -85,7 +99,7 @@ def _stamp(target: str) -> tuple[int, int] | None:
     return stat.st_mtime_ns, stat.st_size
 
 
-def _probe_target(target: str, specs: list[str], timeout_s: float) -> dict[str, PluginProbe]:
+def _probe_target(target: str, specs: list[str], timeout_s: float, children: list[subprocess.Popen[bytes]]) -> dict[str, PluginProbe]:
     output = guard.CappedLog(io.BytesIO(), OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES)
     results = guard.CappedLog(io.BytesIO(), 64 << 20, 0)
     # The import's stack is dumped shortly before the timeout, so a hang shows where it hangs.
@@ -95,6 +109,7 @@ def _probe_target(target: str, specs: list[str], timeout_s: float) -> dict[str, 
     started = time.monotonic()
     try:
         child = guard.spawn("torchbenchmark.run.probe", [json.dumps(request)], env, results_fd, output_fd)
+        children.append(child)
     finally:
         os.close(output_fd)
         os.close(results_fd)

@@ -40,7 +40,7 @@ from torchbenchmark.analyze.overhead import overhead_events_of_trace  # noqa: E4
 from torchbenchmark.analyze.stats import relative_change_pct  # noqa: E402
 from torchbenchmark.analyze.steps import TraceSummary, summarize_trace  # noqa: E402
 from torchbenchmark.analyze.trace import load_events  # noqa: E402
-from torchbenchmark.measure.calibration import calibrate  # noqa: E402
+from torchbenchmark.measure.calibration import calibration_for  # noqa: E402
 from torchbenchmark.measure.environment import collect_environment  # noqa: E402
 from torchbenchmark.measure.harness import Characterisation, Pace, characterise  # noqa: E402
 from torchbenchmark.measure.profiling import run_profile  # noqa: E402
@@ -160,7 +160,7 @@ def run_rank(spec: CaseSpec, out_dir: Path, status: _Status) -> CaseResult | Non
     status("init")
     started = time.perf_counter()
     # Calibrated before the group forms, on rank 0 alone: the others wait at the rendezvous, idle.
-    calibration = calibrate(device) if rank == 0 else None
+    calibration = calibration_for(device, spec.calibration)[0] if rank == 0 else None
     dist.init_process_group(
         BACKENDS[device.type], timeout=datetime.timedelta(seconds=spec.timeout_s), device_id=device if device.type == "cuda" else None
     )

@@ -61,12 +61,15 @@ class SweepOptions:
     channels_last: bool = False  # also run each case in channels_last
     repeat: int = 1  # processes per case, interleaved across cases: the samples a comparison uses
     shard: shard.Shard | None = None  # run only this shard of the cases (run.shard)
+    peak_gflops: float | None = None  # the machine's float32 peak, as the user knows it; None: measured (2 s)
     command: str | None = None  # recorded in the run record's environment
     progress: bool = True  # a bar on a terminal; False: only a line per case
 
     def __post_init__(self) -> None:
         if isinstance(self.repeat, bool) or not isinstance(self.repeat, int) or self.repeat < 1:
             raise ValueError(f"repeat must be at least 1, got {self.repeat!r}")
+        if self.peak_gflops is not None and not (isinstance(self.peak_gflops, (int, float)) and 0 < self.peak_gflops < float("inf")):
+            raise ValueError(f"peak_gflops must be a positive number of GFLOP/s, or None; got {self.peak_gflops!r}")
         if self.case.model:
             raise ValueError("SweepOptions.case is a template: leave its model empty")
         unknown = [p for p in self.precisions if p not in PRECISIONS]
@@ -257,7 +260,10 @@ class _Sweep:
                 outdir.write_record(out_dir, record)
                 self.earlier.append(record)
         device, threads = options.case.device, options.case.threads
-        self.peak = machinery.measure_peak(device, threads)  # once per sweep, on the cases' device and thread count
+        if options.peak_gflops is not None:  # the user's word, recorded as such in the environment
+            self.peak = MachinePeak(options.peak_gflops, "given: --peak-gflops")
+        else:  # once per sweep, on the cases' device and thread count
+            self.peak = machinery.measure_peak(device, threads)
         dtypes = sorted({PRECISIONS[precision] for precision in options.precisions})  # and of each 16-bit type asked for
         self.peaks = {dtype: machinery.measure_peak(device, threads, dtype=dtype) for dtype in dtypes}
         environment = {**collect_environment(device, threads, options.command), **self.peak.environment()}

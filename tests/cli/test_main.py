@@ -1,0 +1,140 @@
+"""Ctrl-C anywhere is one line and 130 (cli/__init__.py's ``main``, and the entry points around it): while
+the package loads, while plug-ins are imported, and while compare or merge reads an input that arrives slowly.
+
+Each command runs in a process group of its own, as a terminal's foreground job does, and is sent SIGINT as
+the terminal sends it on Ctrl-C: to the whole group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.folders import record_of
+from tests.helpers.local_sweeps import Sweeps
+from tests.helpers.processes import ROOT, TOKEN_ENV, processes_with, wait_until_gone
+from tests.helpers.specs import IMPORT_FAULTS
+from tests.helpers.sweeps import FAST
+
+pytestmark = pytest.mark.slow  # every test here runs the command line in a process of its own
+
+
+@pytest.fixture
+def sweeps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Sweeps:
+    return Sweeps.beside_a_users_file(tmp_path / "root", capsys)
+
+
+@contextlib.contextmanager
+def started(*args: str, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[str]]:
+    """``diagnostics.py args`` in a process group of its own, as a terminal's foreground job is: with SIGINT
+    at its default even where these tests were started in the background, which leaves it ignored."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # a handler is reset to the default by exec
+    try:
+        process = subprocess.Popen(
+            [sys.executable, str(ROOT / "diagnostics.py"), *args],
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        )  # fmt: skip
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def ctrl_c(process: subprocess.Popen[str]) -> tuple[str, str]:
+    """What the terminal does on Ctrl-C: SIGINT to the whole foreground process group."""
+    os.killpg(process.pid, signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    return out, err
+
+
+def assert_interrupted(process: subprocess.Popen[str], err: str) -> None:
+    assert process.returncode == 130, err
+    assert err == "diagnostics.py: interrupted\n", err
+
+
+def _fifo(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
+def fed_slowly(fifo: Path, text: str) -> threading.Thread:
+    """A writer that opens ``fifo``, writes the start of ``text`` and keeps it open: the reader blocks there."""
+    opened = threading.Event()
+
+    def write() -> None:
+        with open(fifo, "w") as stream:
+            stream.write(text[: len(text) // 2])
+            stream.flush()
+            opened.set()
+            time.sleep(30)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    assert opened.wait(120), "the command never opened its input"
+    return writer
+
+
+def _alive(token: str) -> list[int]:
+    found = []
+    for pid in processes_with(token):
+        with contextlib.suppress(OSError):
+            Path(f"/proc/{pid}/cmdline").read_text()
+            found.append(pid)
+    return found
+
+
+def test_ctrl_c_while_plugins_are_imported(tmp_path: Path) -> None:
+    token = uuid.uuid4().hex
+    out = tmp_path / "out"
+    spec = f"{IMPORT_FAULTS / 'hangs.py'}:HangsAtImport"
+    with started("--models", spec, "--timeout", "120", "--out", str(out), *FAST, env={**os.environ, TOKEN_ENV: token}) as sweep_process:
+        deadline = time.monotonic() + 120
+        while not any("torchbenchmark.run.probe" in Path(f"/proc/{pid}/cmdline").read_text(errors="replace") for pid in _alive(token)):
+            assert sweep_process.poll() is None and time.monotonic() < deadline, "the import never started"
+            time.sleep(0.1)
+        time.sleep(0.5)
+        _, err = ctrl_c(sweep_process)
+    assert_interrupted(sweep_process, err)
+    assert wait_until_gone(token) == [] and not out.exists()
+
+
+def test_ctrl_c_during_compare_and_merge(sweeps: Sweeps) -> None:
+    a, b = sweeps.run(sweeps.root / "a"), sweeps.run(sweeps.root / "b")
+    text = record_of(a).read_text()
+    fifo = _fifo(sweeps.root / "record.json")  # an input that arrives slowly, as from a network share
+    merged = sweeps.root / "merged"
+    for args in (("compare", str(b), str(fifo)), ("merge", str(b), str(fifo), "--out", str(merged))):
+        with started(*args) as command:
+            fed_slowly(fifo, text)
+            time.sleep(0.5)
+            out, err = ctrl_c(command)
+        assert_interrupted(command, err)
+        assert out == "" and not merged.exists()
+
+
+def test_ctrl_c_while_the_package_loads(tmp_path: Path) -> None:
+    """A module the command line loads (tabulate, shadowed here) that blocks on a fifo: Ctrl-C lands in the imports."""
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    fifo = _fifo(tmp_path / "slow-import")
+    (shadow / "tabulate.py").write_text(f"open({str(fifo)!r}).read()\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(shadow), str(ROOT)])}
+    with started("compare", "a", "b", env=env) as command:
+        fed_slowly(fifo, "x" * 64)
+        time.sleep(0.3)
+        _, err = ctrl_c(command)
+    assert_interrupted(command, err)
