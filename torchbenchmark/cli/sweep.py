@@ -23,6 +23,7 @@ from torchbenchmark.cli.args import (
 )
 from torchbenchmark.cli.models import exclude_models, resolve_device, resolve_models, resolve_modes
 from torchbenchmark.measure.environment import check_ranks
+from torchbenchmark.measure.instructions import valgrind_missing
 from torchbenchmark.report.summary import render_untrustworthy
 from torchbenchmark.results.files import StorageError
 from torchbenchmark.results.schema import EAGER, CaseResult
@@ -83,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--threads", type=positive_int, help="torch intra-op threads per case (default: torch's)")
     add("--no-detailed", action="store_true", help="skip the detailed profile")
     add("--scaling", action="store_true", help="also bound the overhead by batch-size scaling")
+    add("--instructions", action="store_true", help="count each eager CPU step's instructions (callgrind)")
     add(
         "--calibration",
         metavar="FILE",
@@ -119,6 +121,8 @@ def _check_flags(args: argparse.Namespace, device: str, modes: list[str]) -> Non
         raise UsageError("--ddp and --compile do not combine: DDP cases run the eager module")
     if args.ddp and (args.precision or args.channels_last):
         raise UsageError("--ddp does not combine with --precision or --channels-last: DDP cases run the eager module")
+    if args.ddp and args.instructions:
+        raise UsageError("--ddp and --instructions do not combine: instructions are counted for single-process eager cases")
     if args.ddp and modes != ["train"]:
         raise UsageError("--ddp runs train cases only: use --modes train")
     if args.ddp:
@@ -147,6 +151,7 @@ def options_of(args: argparse.Namespace, device: str, argv: Sequence[str]) -> Sw
         threads=args.threads,
         detailed=not args.no_detailed,
         scaling=args.scaling,
+        instructions=args.instructions,
         calibration=str(Path(args.calibration).absolute()) if args.calibration else None,  # the case's process has its own cwd
         timeout_s=args.timeout,
         world_size=args.ddp or 1,
@@ -172,7 +177,7 @@ def rerun_command(args: argparse.Namespace, spec: str, row: CaseResult) -> str:
     for flag, value in (*counts, ("--repeat", args.repeat if args.repeat > 1 else None)):
         if value:
             words += [flag, str(value)]
-    words += ["--no-detailed"] * args.no_detailed + ["--scaling"] * args.scaling
+    words += ["--no-detailed"] * args.no_detailed + ["--scaling"] * args.scaling + ["--instructions"] * args.instructions
     if args.timeout != DEFAULT_TIMEOUT_S:
         words += ["--timeout", f"{args.timeout:g}"]
     if row.variant != EAGER and args.compile:
@@ -199,6 +204,9 @@ def main(args: argparse.Namespace, argv: Sequence[str], machinery: Machinery = M
     models = resolve_models(args.models, min(IMPORT_TIMEOUT_S, args.timeout), machinery.probe_plugins, machinery.registered)
     if args.exclude:
         models = exclude_models(models, args.exclude)
+    missing = valgrind_missing() if args.instructions else None
+    if missing:  # said once here; each row's instructions carry the reason too
+        print(f"diagnostics.py: --instructions: {missing}; the cases run without counts", file=sys.stderr)
     return _run(args, models, modes, options_of(args, device, argv), machinery)
 
 

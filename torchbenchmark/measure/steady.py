@@ -46,8 +46,9 @@ def _huge_pages_available() -> bool:
 
 
 def _user_allocator() -> str | None:
-    """The allocator setting the user made themselves, if any."""
-    if os.environ.get("LD_PRELOAD"):
+    """The allocator setting the user made themselves, if any (valgrind's own preloaded libraries are none)."""
+    preloaded = [path for path in os.environ.get("LD_PRELOAD", "").split(":") if path]
+    if any(not os.path.basename(path).startswith("vgpreload_") for path in preloaded):
         return f"LD_PRELOAD={os.environ['LD_PRELOAD']}"
     tunables = os.environ.get("GLIBC_TUNABLES", "")
     if "glibc.malloc." in tunables:

@@ -186,6 +186,17 @@ def time_split_text(row: CaseResult) -> str:
     return text + (f" (the machine: {', '.join(machine)})" if machine else "") + f"; by {split.method}"
 
 
+def instructions_text(row: CaseResult) -> str:
+    """The step's instructions as counted (``--instructions``), with how, or why they were not counted."""
+    counted = row.instructions
+    if counted is None:
+        return ""
+    if counted.per_step is None:
+        return counted.reason or "not counted"
+    return (f"{counted.per_step:,.0f} per step, median of {counted.steps} steps counted under {counted.method} on one thread; "
+            f"spread {counted.spread_pct or 0:.2f}%")  # fmt: skip
+
+
 def _measurement_text(row: CaseResult) -> str:
     warmup, measurement = row.warmup, row.measurement
     return _joined((
@@ -211,6 +222,7 @@ def case_article(summary: Summary, row: CaseResult) -> str:
         ("against the eager bound", escape(case_against(summary, row))),
         ("measurement", escape(_measurement_text(row))),
         ("time split", escape(time_split_text(row))),
+        ("instructions", escape(instructions_text(row))),
         *((extra.label, extra_text(row, extra)) for extra in EXTRAS),
         ("compute limit", escape(field(row, "compute_limit") or "")),
         ("FLOPs note", escape(field(row, "flops_note") or "")),

@@ -116,12 +116,41 @@ COLUMNS: tuple[Column, ...] = (
     Column("samples/s", lambda r: significant(_cost(r, "samples_per_s"))),
     Column("note", lambda r: r.error or note(r), numeric=False),
 )
+# A count's steps spreading more than this is shown beside it: steadier counts gate a 1% change, this one may not.
+COUNT_SPREAD_SHOWN_PCT = 0.5
+_SI_PREFIXES = ("", "k", "M", "G", "T")
+
+
+def compact_count(value: float) -> str:
+    """A count in three significant figures with an SI prefix: ``24.3M``, ``1.21G``, ``812``."""
+    mantissa, exponent = f"{value:.2e}".split("e")  # rounded first: 999.6M is 1.00G, not 1000M
+    power = min(max(int(exponent), 0) // 3, len(_SI_PREFIXES) - 1)
+    if power == 0:
+        return f"{value:.3g}"
+    places = int(exponent) - 3 * power
+    return f"{float(mantissa) * 10**places:.{max(0, 2 - places)}f}{_SI_PREFIXES[power]}"
+
+
+def instructions_figure(result: CaseResult) -> str:
+    """instr/step: the count per step, and its spread where it is wide; blank where not counted."""
+    counted = result.instructions
+    if counted is None or counted.per_step is None:
+        return ""
+    spread = counted.spread_pct or 0.0
+    return compact_count(counted.per_step) + (f" ±{spread:.1f}%" if spread > COUNT_SPREAD_SHOWN_PCT else "")
+
+
 VARIANT = Column("variant", lambda r: r.variant, numeric=False)  # shown when any row is not eager
+INSTRUCTIONS = Column("instr/step", instructions_figure)  # shown when any row has counts (--instructions)
 DISTRIBUTED = (  # shown when any row ran as DistributedDataParallel
     Column("comm %", lambda r: number(r.distributed.comm_pct if r.distributed else None, 0)),
     Column("exposed %", lambda r: number(r.distributed.exposed_comm_pct if r.distributed else None, 0)),
     Column("skew %", lambda r: number(r.distributed.skew_pct if r.distributed else None, 1)),
 )
+
+
+def any_counted(results: Iterable[CaseResult]) -> bool:
+    return any(r.instructions is not None and r.instructions.counted for r in results)
 
 
 def against_columns(results: Sequence[CaseResult]) -> list[Column]:
@@ -143,6 +172,8 @@ def summary_columns(results: Sequence[CaseResult], extra: Column | None = None) 
     if any(r.variant != EAGER for r in results):
         columns.insert(3, VARIANT)
         columns[-1:-1] = against_columns(results)
+    if any_counted(results):
+        columns.insert(-1, INSTRUCTIONS)
     if any(r.distributed for r in results):
         at = next(index for index, column in enumerate(columns) if column.header == "verdict")
         columns[at:at] = DISTRIBUTED
@@ -182,6 +213,10 @@ VARIANT_LEGEND = """\
 speedup x    a variant's step time against eager, measured in its own process; eager bound x: the most removing
              the eager row's estimated overhead could buy, 1 / (1 - overhead); past: the variant beat it, so it
              also made the arithmetic faster (docs/explain.md)"""
+INSTRUCTIONS_LEGEND = f"""\
+instr/step   (--instructions) instructions a step executes, counted under valgrind's callgrind on one thread: the
+             median of the counted steps, with their spread (max - min) beside it when above {COUNT_SPREAD_SHOWN_PCT:g}%. Blank:
+             not counted (a variant, a GPU case, a step too long to count); the row's instructions.reason says why"""
 DISTRIBUTED_LEGEND = """\
 comm %: (--ddp) share of the step with a collective running on a rank, mean over ranks; exposed %: the
 part of it no compute overlapped (the step waited); skew %: slowest rank's median step over the fastest's."""
@@ -211,6 +246,7 @@ def render_text(summary: Summary, run_id: str | None = None, extra: Column | Non
         )
         extra = extra or Column("run", lambda r: _run_mark(summary, r, run_id), numeric=False)
     legend = LEGEND + ("\n" + VARIANT_LEGEND if any(r.variant != EAGER for r in results) else "")
+    legend += "\n" + INSTRUCTIONS_LEGEND if any_counted(results) else ""
     legend += "\n" + DISTRIBUTED_LEGEND if any(r.distributed for r in results) else ""
     # The header holds what records say of their machine (and merge's paths): shown, never obeyed, as the table.
     return escape_controls("\n".join(header)) + "\n\n" + render_table(results, extra) + "\n\n" + legend + "\n"

@@ -24,6 +24,7 @@ from torchbenchmark.analyze.stats import relative_change_pct
 from torchbenchmark.analyze.steps import TraceSummary, check_complete, summarize_trace
 from torchbenchmark.contract import ModelMeta
 from torchbenchmark.measure import compile as compiled_variant
+from torchbenchmark.measure import instructions as counting
 from torchbenchmark.measure import precision as recast_variant
 from torchbenchmark.measure import replay
 from torchbenchmark.measure.calibration import calibration_for, rnn_step_at_threads_us
@@ -41,6 +42,7 @@ from torchbenchmark.results.schema import (
     Dispatch,
     Distortion,
     GpuEvidence,
+    Instructions,
     Measurement,
     RemedyReport,
     Samples,
@@ -70,7 +72,7 @@ class Laps:
     def __init__(self, announce: Announce = _silent) -> None:
         self.timings: dict[str, float] = {}
         self.announce = announce
-        self._clock = time.perf_counter()
+        self._clock = self.began = time.perf_counter()
 
     def __call__(self, name: str) -> None:
         now = time.perf_counter()
@@ -91,6 +93,7 @@ class Measured:
     scaling_step_ms: dict[int, float] | None = None  # --scaling: median step at each smaller batch
     remedy: RemedyReport | None = None  # a precision or layout variant: how it ran and compared with eager
     warm: replay.Warm | None = None  # the step replayed warm
+    instructions: Instructions | None = None  # --instructions: the step counted under callgrind, or why not
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,6 +128,12 @@ def diagnose(
         outdir.check_model_name(meta.name)  # it names the case's folder: refused before any work
         row = dataclasses.replace(row, model=meta.name, family=meta.family)
         measured = measure(spec, cls, meta, out_dir, config, laps)
+        if spec.instructions and spec.profiles:  # once per case, as its profiles are (measure.instructions)
+            laps.announce("counting instructions under callgrind")
+            estimate = counting.Estimate(measured.characterisation.steps.median_ms, laps.timings.get("build", 0.0))
+            found = counting.count_case(spec, config, estimate, spec.timeout_s - (time.perf_counter() - laps.began))
+            measured = dataclasses.replace(measured, instructions=found)
+            laps("instructions")
         row = dataclasses.replace(row, batch_size=measured.batch_size)
         analysed = None
         if measured.profiles is not None:
@@ -372,6 +381,7 @@ def assemble(row: CaseResult, measured: Measured, analysed: Analysed | None, out
         speedup_vs_eager=_speedup(measured),
         timings_s=dict(timings),
         costs=measured.costs,
+        instructions=measured.instructions,
     )
     if analysed is None or measured.profiles is None:
         return row
