@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.helpers.stand_ins import machinery
 from torchbenchmark.report.summary import LEGEND, note, render_text, render_untrustworthy
 from torchbenchmark.results.records import Summary
 from torchbenchmark.results.schema import (
@@ -23,6 +26,7 @@ from torchbenchmark.results.schema import (
     Warmup,
     format_ms,
 )
+from torchbenchmark.run.sweep import SweepOptions, run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 JITTERY = f"{ROOT / 'tests' / 'helpers' / 'jittery_model.py'}:Jittery"
@@ -199,3 +203,19 @@ def test_steps_that_spread_or_processes_that_disagree_mark_a_row_beside_other_wo
 def test_enough_clean_steps_keep_a_row_unmarked_however_long_the_others_waited() -> None:
     """The stretched steps are left out of the step time: what is left did not wait."""
     assert dataclasses.replace(row(), time_split=split(waiting_pct=45.0, kept=18)).untrustworthy_reasons == ()
+
+
+def test_a_marked_row_carries_its_reasons_in_the_summary_json_the_run_record_and_summary_txt(tmp_path: Path) -> None:
+    def marked(spec: Any, name: str, out_dir: Path, on_phase: Any = None) -> CaseResult:
+        return CaseResult(name, spec.mode, "cpu", "ok", batch_size=2, step_time=StepTime(1.0, 0.5, 0.9, 40), warmup=Warmup(3, False))
+
+    run_sweep(["alexnet"], ["eval"], SweepOptions(out_dir=tmp_path, progress=False), machinery(marked))
+    reasons = ["warmup not steady", "IQR 50% of the median"]
+    (row,) = json.loads((tmp_path / "summary.json").read_text())["results"]
+    (record,) = [json.loads(path.read_text()) for path in (tmp_path / "runs").glob("*.json")]
+    assert row["untrustworthy_reasons"] == record["results"][0]["untrustworthy_reasons"] == reasons
+    assert "UNTRUSTWORTHY: " + "; ".join(reasons) in (tmp_path / "summary.txt").read_text()
+    clean = CaseResult("m", "eval", "cpu", "ok", step_time=StepTime(1.0, 0.01, 0.99, 40)).to_dict()
+    assert clean["untrustworthy_reasons"] == []
+    forged = CaseResult.from_dict({**clean, "untrustworthy_reasons": ["forged"]})  # read back, they are the row's own
+    assert forged.untrustworthy_reasons == () and "untrustworthy_reasons" not in forged.extra

@@ -2,7 +2,8 @@
 
 A field's JSON form is its own name and value unless its metadata (``json_field``) says otherwise: another
 key (``median`` for ``median_ms``), its fields merged into the parent object (``inline``), left out when
-None (``omit_none``), or the parent's unknown keys (``extra``). Decoding checks every value against the
+None (``omit_none``), or the parent's unknown keys (``extra``). A class's ``JSON_DERIVED`` names properties
+written beside its fields for readers of the JSON and skipped when read (recomputed from the fields). Decoding checks every value against the
 field's type, and every number against its bound: a figure read back is a finite number in its range, or
 a ``SchemaError`` that names where it sits (``results[3].step_time_ms.median``).
 """
@@ -87,6 +88,8 @@ def encode(value: Any) -> Any:
                 data.update(encode(item) if item is not None else dict.fromkeys(_keys(_hints(type(value))[field.name])))
             elif not (item is None and field.metadata.get("omit_none")):
                 data[_key(field)] = encode(item)
+        for name in getattr(type(value), "JSON_DERIVED", ()):  # figures derived from the fields, written for readers
+            data[name] = encode(getattr(value, name))
         return data
     if isinstance(value, enum.Enum):
         return value.value
@@ -174,7 +177,7 @@ def decode_object(cls: type, data: Any, where: str = "") -> Any:
     """An instance of the dataclass ``cls`` from its JSON object; a key it lacks takes the field's default."""
     if not isinstance(data, dict):
         raise SchemaError(f"{where or 'value'} must be an object, got {_kind(data)}")
-    hints, values, known = _hints(cls), {}, set()
+    hints, values, known = _hints(cls), {}, set(getattr(cls, "JSON_DERIVED", ()))  # derived ones: recomputed, not read
     extra_field = None
     for field in dataclasses.fields(cls):
         meta = field.metadata

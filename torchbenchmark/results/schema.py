@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from typing import Any
+from typing import Any, ClassVar
 
 from torchbenchmark.results.codec import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, SchemaError, decode_object, json_field
 from torchbenchmark.results.kinds import (
@@ -57,6 +57,10 @@ from torchbenchmark.results.parts import (
 @dataclasses.dataclass(frozen=True)
 class CaseResult(Record):
     """One model x mode x device x variant: its status, and its figures when it ran. One row of the summary."""
+
+    # Written into the JSON beside the fields for its readers (a CI script need not re-derive the marks), and
+    # recomputed from the fields when read, so a row's marks are always its own figures'.
+    JSON_DERIVED: ClassVar[tuple[str, ...]] = ("untrustworthy_reasons",)
 
     model: str
     mode: str
