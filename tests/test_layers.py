@@ -4,6 +4,7 @@ the results, analysis and report layers never load torch."""
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -172,3 +173,12 @@ def test_no_function_is_too_long_or_takes_too_many_parameters() -> None:
         if len(names) > MOST_PARAMETERS and node.name not in MIRRORS_TORCH:
             problems.append(f"{module}.{node.name}: {len(names)} parameters")
     assert problems == []
+
+
+@pytest.mark.slow
+def test_setup_py_is_a_shim_that_reads_the_version_from_pyproject() -> None:
+    root = PACKAGE.parent
+    version = re.search(r'^version = "([^"]+)"', (root / "pyproject.toml").read_text(), flags=re.M)
+    done = subprocess.run([sys.executable, "setup.py", "--version"], capture_output=True, text=True, timeout=120, cwd=root)
+    assert done.returncode == 0 and version is not None, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == version.group(1)
