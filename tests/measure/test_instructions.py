@@ -17,6 +17,7 @@ from tests.helpers.processes import HELPERS, ROOT
 from tests.helpers.sweeps import FAST, TINY
 from torchbenchmark.measure import instructions
 from torchbenchmark.measure.instructions import Dump, Estimate, Request
+from torchbenchmark.report.case import instructions_text
 from torchbenchmark.report.summary import compact_count, instructions_figure, render_table
 from torchbenchmark.results.schema import CaseResult, Instructions, Status
 from torchbenchmark.results.spec import CaseSpec, Compile
@@ -195,6 +196,14 @@ def test_the_summary_shows_counts_only_when_a_row_has_them() -> None:
     assert "instr/step" in render_table([steady, wide])
     assert (instructions_figure(steady), instructions_figure(wide)) == ("24.3M", "1.50G ±0.8%")
     assert [compact_count(v) for v in (812, 1234, 999_600_000)] == ["812", "1.23k", "1.00G"]
+
+
+def test_the_report_gives_the_count_or_why_not() -> None:
+    row = CaseResult(model="m", mode="eval", device="cpu", status=Status.OK)
+    counted = dataclasses.replace(row, instructions=Instructions(per_step=4_638_827.2, spread_pct=0.1589, steps=45))
+    assert instructions_text(counted) == "4,638,827 per step, from 45 steps counted under callgrind on one thread; counts 0.16% apart"
+    missing = dataclasses.replace(row, instructions=Instructions(reason=instructions.VALGRIND_MISSING))
+    assert (instructions_text(missing), instructions_text(row)) == (instructions.VALGRIND_MISSING, "")
 
 
 # -- under real callgrind -----------------------------------------------------------------------------------

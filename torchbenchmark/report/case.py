@@ -193,8 +193,8 @@ def instructions_text(row: CaseResult) -> str:
         return ""
     if counted.per_step is None:
         return counted.reason or "not counted"
-    return (f"{counted.per_step:,.0f} per step, median of {counted.steps} steps counted under {counted.method} on one thread; "
-            f"spread {counted.spread_pct or 0:.2f}%")  # fmt: skip
+    return (f"{counted.per_step:,.0f} per step, from {counted.steps} steps counted under {counted.method} on one thread; "
+            f"counts {counted.spread_pct or 0:.2f}% apart")  # fmt: skip
 
 
 def _measurement_text(row: CaseResult) -> str:
