@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import platform
 import re
 import shlex
 import statistics
+import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
@@ -25,6 +27,18 @@ def interleaved(variants: dict[str, Callable[[], float]], rounds: int) -> dict[s
             figures[name].append(variants[name]())
         order.reverse()
     return figures
+
+
+@contextlib.contextmanager
+def hogs(count: int) -> Iterator[None]:
+    """``count`` busy Python processes beside a measurement, as a shared runner's other jobs would be."""
+    started = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for process in started:
+            process.kill()
+            process.wait()
 
 
 def ratio_of_medians(a: Sequence[float], b: Sequence[float]) -> float:

@@ -14,11 +14,9 @@ gives each row beside its quiet twin; the closing lines count both goals.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +25,7 @@ from tabulate import tabulate
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the repository root, for benchmarks._report
 
-from benchmarks._report import record  # noqa: E402
+from benchmarks._report import hogs, record  # noqa: E402
 
 DISTORTED_AT = 1.25
 CASES = (
@@ -37,17 +35,6 @@ CASES = (
     "dlrm eval",
     f"{ROOT / 'tests' / 'helpers' / 'synthetic_models.py'}:ManyTinyOps eval",
 )
-
-
-@contextlib.contextmanager
-def hogs(count: int) -> Iterator[None]:
-    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
-    try:
-        yield
-    finally:
-        for hog in busy:
-            hog.kill()
-            hog.wait()
 
 
 def sweep(cases: list[tuple[str, str]], threads: str, out: Path) -> dict[tuple[str, str], dict[str, Any]]:

@@ -16,38 +16,23 @@ from __future__ import annotations
 
 import argparse
 import collections
-import contextlib
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Iterator
 from pathlib import Path
 
 from tabulate import tabulate
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for benchmarks._report
 
-from benchmarks._report import record
+from benchmarks._report import hogs, record
 
 ROOT = Path(__file__).resolve().parents[1]
 README_COMMAND = ["python", "-m", "pytest", "test.py", "tests", "-q", "-n", "2", "--dist", "loadgroup"]
 QUICK_COMMAND = ["python", "-m", "pytest", "-q", "-m", "not slow"]
-HOG = "while True: pass"
-
-
-@contextlib.contextmanager
-def hogs(count: int) -> Iterator[None]:
-    """``count`` busy Python processes beside the run, as a shared runner's other jobs would be."""
-    started = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(count)]
-    try:
-        yield
-    finally:
-        for process in started:
-            process.kill()
-            process.wait()
 
 
 def run_once(command: list[str], hog_count: int) -> tuple[float, Path, str]:

@@ -15,10 +15,14 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import torch
 
+from tests.helpers.local_sweeps import Sweeps
+from tests.helpers.places import Place, placed
+from tests.helpers.processes import TOKEN_ENV
 from tests.helpers.sweeps import SHARED_ENV
 
 torch.set_num_threads(1)
@@ -62,3 +66,17 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 _MADE = pytest.StashKey[str]()
+
+
+@pytest.fixture
+def place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Place]:
+    """A run kept in its place (``tests/helpers/places.py``), its token in this process's environment too."""
+    with placed(tmp_path) as found:
+        monkeypatch.setenv(TOKEN_ENV, found.token)  # for children of in-process calls
+        yield found
+
+
+@pytest.fixture
+def sweeps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Sweeps:
+    """Sweeps of stand-in cases in this process, beside a user's file (``tests/helpers/local_sweeps.py``)."""
+    return Sweeps.beside_a_users_file(tmp_path / "root", capsys)

@@ -19,11 +19,6 @@ from tests.helpers.local_sweeps import Sweeps
 from torchbenchmark.results import files
 
 
-@pytest.fixture
-def sweeps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Sweeps:
-    return Sweeps.beside_a_users_file(tmp_path / "root", capsys)
-
-
 def _fifo(path: Path) -> Path:
     os.mkfifo(path)
     return path

@@ -29,11 +29,6 @@ from tests.helpers.sweeps import FAST
 pytestmark = pytest.mark.slow  # every test here runs the command line in a process of its own
 
 
-@pytest.fixture
-def sweeps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Sweeps:
-    return Sweeps.beside_a_users_file(tmp_path / "root", capsys)
-
-
 @contextlib.contextmanager
 def started(*args: str, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[str]]:
     """``diagnostics.py args`` in a process group of its own, as a terminal's foreground job is: with SIGINT

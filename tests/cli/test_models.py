@@ -7,14 +7,13 @@ the real command line with those imports handed in as its probes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.helpers.commands import one_line_error
-from tests.helpers.places import Place, placed
-from tests.helpers.processes import ROOT, TOKEN_ENV
+from tests.helpers.places import Place
+from tests.helpers.processes import ROOT
 from tests.helpers.specs import BAD_NAMES, faulty, hostile
 from tests.helpers.stand_ins import machinery, unused
 from tests.helpers.sweeps import FAST
@@ -35,13 +34,6 @@ CONTROL_NAME = hostile("ControlName")
 def probes() -> dict[str, PluginProbe]:
     """Each plug-in of this file's tests, imported as a sweep imports it."""
     return probe_plugins([*(faulty(model) for model in BAD_NAMES), *(spec for spec, _ in NO_CLASS.values()), CONTROL_NAME])
-
-
-@pytest.fixture
-def place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Place]:
-    with placed(tmp_path) as found:
-        monkeypatch.setenv(TOKEN_ENV, found.token)
-        yield found
 
 
 @pytest.mark.parametrize("model", sorted(BAD_NAMES))

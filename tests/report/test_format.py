@@ -15,11 +15,6 @@ from tests.helpers.local_sweeps import Sweeps, ok_row
 from torchbenchmark.results.schema import CaseResult, Status
 
 
-@pytest.fixture
-def sweeps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Sweeps:
-    return Sweeps.beside_a_users_file(tmp_path / "root", capsys)
-
-
 def test_text_from_a_model_is_printed_with_its_control_characters_escaped(sweeps: Sweeps, capsys: pytest.CaptureFixture[str]) -> None:
     def raises(spec: Any, name: str, out_dir: Path, on_phase: Any = None) -> CaseResult:
         if on_phase is not None:

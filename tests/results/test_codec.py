@@ -32,11 +32,6 @@ BAD_FIGURES = {
 }
 
 
-@pytest.fixture
-def sweeps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Sweeps:
-    return Sweeps.beside_a_users_file(tmp_path / "root", capsys)
-
-
 @pytest.mark.parametrize("case", sorted(BAD_FIGURES))
 def test_a_figure_out_of_range_is_one_line_naming_file_row_and_field(sweeps: Sweeps, capsys: pytest.CaptureFixture[str], case: str) -> None:
     value, message = BAD_FIGURES[case]

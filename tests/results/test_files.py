@@ -17,25 +17,12 @@ import pytest
 from tests.helpers.commands import diagnostics, one_line_error
 from tests.helpers.folders import poison, temporary_files
 from tests.helpers.local_sweeps import Sweeps
-from tests.helpers.places import Place, placed
-from tests.helpers.processes import TOKEN_ENV
+from tests.helpers.places import Place
 from tests.helpers.specs import faulty, hostile
 from tests.helpers.sweeps import FAST, TINY
 from torchbenchmark.results import files
 from torchbenchmark.run import case as case_process
 from torchbenchmark.run.guard import CappedLog
-
-
-@pytest.fixture
-def place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Place]:
-    with placed(tmp_path) as found:
-        monkeypatch.setenv(TOKEN_ENV, found.token)
-        yield found
-
-
-@pytest.fixture
-def sweeps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Sweeps:
-    return Sweeps.beside_a_users_file(tmp_path / "root", capsys)
 
 
 def full(fd: int) -> None:

@@ -19,11 +19,6 @@ from tests.helpers.pages import assert_links_stay_inside
 from torchbenchmark.results.spec import CaseSpec
 
 
-@pytest.fixture
-def sweeps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Sweeps:
-    return Sweeps.beside_a_users_file(tmp_path / "root", capsys)
-
-
 def shards(sweeps: Sweeps) -> tuple[Path, Path]:
     return sweeps.run(sweeps.root / "s1", ["alpha"]), sweeps.run(sweeps.root / "s2", ["beta"])
 

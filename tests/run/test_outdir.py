@@ -15,7 +15,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from tests.helpers import faulty_models
 from tests.helpers.commands import one_line_error
 from tests.helpers.folders import md5s, record_of, temporary_files
 from tests.helpers.local_sweeps import Sweeps
-from tests.helpers.places import Place, listing, placed
+from tests.helpers.places import Place, listing
 from tests.helpers.processes import ROOT, TOKEN_ENV, wait_until_gone
 from tests.helpers.specs import faulty
 from tests.helpers.stand_ins import machinery, unused
@@ -48,18 +47,6 @@ from torchbenchmark.run.plugins import PluginProbe
 from torchbenchmark.run.sweep import SweepOptions, run_sweep
 
 TINY_PROBED = {TINY: PluginProbe(TINY, "ok", name="tiny_mlp")}  # what importing the tiny model shows, without a child
-
-
-@pytest.fixture
-def place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Place]:
-    with placed(tmp_path) as found:
-        monkeypatch.setenv(TOKEN_ENV, found.token)  # for children of in-process calls
-        yield found
-
-
-@pytest.fixture
-def sweeps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Sweeps:
-    return Sweeps.beside_a_users_file(tmp_path / "root", capsys)
 
 
 def unused_pid(skip: int = 0) -> int:

@@ -11,14 +11,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.helpers.local_sweeps import Sweeps
-from tests.helpers.places import Place, placed
-from tests.helpers.processes import HELPERS, ROOT, TOKEN_ENV
+from tests.helpers.places import Place
+from tests.helpers.processes import HELPERS, ROOT
 from tests.helpers.specs import BAD_NAMES, IMPORT_FAULTS, faulty
 from tests.helpers.stand_ins import machinery, unused
 from tests.helpers.sweeps import FAST, TINY
@@ -48,18 +47,6 @@ IMPORT_FAULT_ROWS = {
         ["Traceback", 'broken_plugin.py", line'],
     ),
 }
-
-
-@pytest.fixture
-def place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Place]:
-    with placed(tmp_path) as found:
-        monkeypatch.setenv(TOKEN_ENV, found.token)  # for children of in-process calls
-        yield found
-
-
-@pytest.fixture
-def sweeps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Sweeps:
-    return Sweeps.beside_a_users_file(tmp_path / "root", capsys)
 
 
 def sweep(place: Place, out: Path, *args: str) -> subprocess.Popen[str]:

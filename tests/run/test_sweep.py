@@ -8,7 +8,6 @@ import dataclasses
 import errno
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,8 @@ import pytest
 from tests.helpers.commands import one_line_error
 from tests.helpers.folders import md5s
 from tests.helpers.local_sweeps import Sweeps, ok_row
-from tests.helpers.places import Place, placed
-from tests.helpers.processes import HELPERS, TOKEN_ENV
+from tests.helpers.places import Place
+from tests.helpers.processes import HELPERS
 from tests.helpers.specs import faulty, hostile
 from tests.helpers.stand_ins import machinery, unused
 from tests.helpers.sweeps import FAST, TINY
@@ -28,19 +27,6 @@ from torchbenchmark.results.spec import CaseSpec
 from torchbenchmark.run import outdir
 from torchbenchmark.run.plugins import PluginProbe
 from torchbenchmark.run.sweep import GIVE_UP_AFTER, SweepArgumentError, SweepOptions, run_sweep
-
-
-@pytest.fixture
-def place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Place]:
-    with placed(tmp_path) as found:
-        monkeypatch.setenv(TOKEN_ENV, found.token)  # for children of in-process calls
-        yield found
-
-
-@pytest.fixture
-def sweeps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Sweeps:
-    return Sweeps.beside_a_users_file(tmp_path / "root", capsys)
-
 
 # --- every bad argument is refused before anything is written ---------------------------------------------
 
