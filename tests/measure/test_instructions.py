@@ -146,6 +146,13 @@ def test_a_config_the_child_cannot_read_is_the_reason() -> None:
     assert (counted.reason or "").startswith("not counted: the model's config cannot be passed to a child process")
 
 
+def test_the_child_runs_on_one_thread_with_glibcs_cache_widened_beside_the_users_tunables() -> None:
+    env = instructions.child_environment({"PATH": "/bin", "GLIBC_TUNABLES": "glibc.malloc.arena_max=1", "OMP_NUM_THREADS": "8"})
+    assert env["PATH"] == "/bin" and env["OMP_NUM_THREADS"] == "1" and env["PYTHONHASHSEED"] == "0"
+    assert env["GLIBC_TUNABLES"] == f"glibc.malloc.arena_max=1:{instructions.GLIBC_TCACHE}"
+    assert instructions.child_environment({})["GLIBC_TUNABLES"] == instructions.GLIBC_TCACHE
+
+
 def callgrind_writing(dumps: list[int], returncode: int = 0, stderr: str = "") -> instructions.Runner:
     """A runner that stands for valgrind: it writes the dumps a child would have asked for, then ends."""
 
@@ -212,7 +219,7 @@ def test_the_report_gives_the_count_or_why_not() -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(VALGRIND is None, reason="valgrind is not installed")
 def test_a_tiny_plugins_eval_steps_count_alike() -> None:
-    """Five counts of the same steps within 0.5% of each other (measured: 0.19%, docs/measurement.md)."""
+    """Five counts of the same steps within 0.5% of each other (measured: 0.12%, docs/measurement.md)."""
     assert VALGRIND is not None
     request = Request(f"{HELPERS / 'synthetic_models.py'}:ManyTinyOps", "eval")
     counted = instructions.count(request, VALGRIND, timeout_s=600.0)

@@ -64,6 +64,11 @@ RESERVE_S = 15.0
 # Every thread pool at one thread and str hashes seeded: a count that depends neither on the machine's cores
 # nor on the process's random hash seed.
 CHILD_ENVIRONMENT = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
+# glibc's per-thread cache of freed blocks holds 7 of each size by default; the rest go back to its free lists
+# and are merged with their neighbours, at a cost set by where the heap put them. With room for all of them a
+# free costs the same whatever the heap's layout: the counts of one build no longer move with the length of
+# its command line, and their spread fell from 0.04-0.8% to about 0.12% (docs/measurement.md).
+GLIBC_TCACHE = "glibc.malloc.tcache_count=65535"
 _M_MXFAST = 1  # mallopt(3)'s parameter for glibc's fastbins, from <malloc.h>
 DUMP_NAME = "callgrind.out.%p"  # callgrind puts the process id for %p, and ".<part>" after each dump asked for
 DUMP_PATTERN = "callgrind.out.*"
@@ -227,7 +232,7 @@ def count(request: Request, valgrind: str, timeout_s: float, run: Runner = subpr
         try:
             done = run(
                 command,
-                env={**os.environ, **CHILD_ENVIRONMENT},
+                env=child_environment(os.environ),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
@@ -246,6 +251,12 @@ def count(request: Request, valgrind: str, timeout_s: float, run: Runner = subpr
         return Instructions(method=METHOD, reason=f"not counted: callgrind wrote {len(dumps)} counts of {1 + request.counts}: {last}")
     first, *counts = dumps
     return summarise(counts, steps_per_count(first))
+
+
+def child_environment(parent: Mapping[str, str]) -> dict[str, str]:
+    """``parent``'s environment with ``CHILD_ENVIRONMENT`` and ``GLIBC_TCACHE`` added to any glibc tunables it sets."""
+    tunables = ":".join(filter(None, (parent.get("GLIBC_TUNABLES"), GLIBC_TCACHE)))
+    return {**parent, **CHILD_ENVIRONMENT, "GLIBC_TUNABLES": tunables}
 
 
 def _last_line(text: str) -> str:
