@@ -205,6 +205,25 @@ def test_out_that_cannot_be_used_is_one_line_and_exit_2(tmp_path: Path, monkeypa
         place.check_contained()
 
 
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--threads", "2147483648"], "--threads: must be from 1 to 1024, got 2147483648"),
+        (["--threshold", "3"], "--threshold and --allow-inconclusive apply to the comparison --baseline BASE makes"),
+        (["--allow-inconclusive"], "--threshold and --allow-inconclusive apply to the comparison --baseline BASE makes"),
+        (["--instructions", "0"], "--instructions: must be more than 0"),
+    ],
+    ids=["threads-past-an-int", "threshold-alone", "allow-inconclusive-alone", "instructions-cap-0"],
+)
+def test_a_flag_out_of_range_or_without_its_partner_is_one_line_and_exit_2(
+    local_sweeps: Sweeps, capsys, flags: list[str], message: str
+) -> None:
+    out = local_sweeps.root / "out"
+    assert local_sweeps.cli("--models", "alpha", "--out", str(out), *flags, *FAST) == 2
+    one_line_error(capsys.readouterr().err, message)
+    assert not out.exists() and not local_sweeps.calls
+
+
 def test_a_sweep_into_its_own_baseline_is_refused(local_sweeps: Sweeps, capsys) -> None:
     a = local_sweeps.run(local_sweeps.root / "a")
     before, calls = md5s(local_sweeps.root), len(local_sweeps.calls)
@@ -222,7 +241,13 @@ SWEEP_FLAGS = [
 
 @pytest.mark.parametrize(
     ("extra", "variant"),
-    [([], "eager"), (["--compile", "--backend", "aot_eager", "--compile-mode", "default"], "aot_eager"), (["--compile"], "eager")],
+    [
+        ([], "eager"),
+        (["--compile", "--backend", "aot_eager", "--compile-mode", "default"], "aot_eager"),
+        (["--compile"], "eager"),
+        (["--instructions"], "eager"),
+        (["--instructions", "900"], "eager"),
+    ],
 )
 def test_the_rerun_hint_runs_the_same_case_with_the_same_flags(extra: list[str], variant: str) -> None:
     argv = ["--models", "resnet18,dlrm", "--modes", "train,eval", *SWEEP_FLAGS, *extra]

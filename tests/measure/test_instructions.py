@@ -137,6 +137,9 @@ def test_a_case_too_long_to_count_starts_no_child() -> None:
     # A valgrind that does not exist: had a child been started, the reason would say it failed.
     counted = instructions.count_case(CaseSpec(model="tiny_mlp"), None, Estimate(step_ms=60_000.0), 1e6, find=lambda _: "/no/valgrind")
     assert (counted.reason or "").startswith("skipped: counting would take about")
+    capped = CaseSpec(model="tiny_mlp", instructions_cap_s=10.0)  # --instructions 10
+    counted = instructions.count_case(capped, None, Estimate(step_ms=1.0), 1e6, find=lambda _: "/no/valgrind")
+    assert (counted.reason or "").endswith("over the cap of 10 s")
 
 
 def test_a_config_the_child_cannot_read_is_the_reason() -> None:
@@ -146,11 +149,11 @@ def test_a_config_the_child_cannot_read_is_the_reason() -> None:
     assert (counted.reason or "").startswith("not counted: the model's config cannot be passed to a child process")
 
 
-def test_the_child_runs_on_one_thread_with_glibcs_cache_widened_beside_the_users_tunables() -> None:
+def test_the_child_runs_on_one_thread_with_its_allocator_set_after_the_users_tunables() -> None:
     env = instructions.child_environment({"PATH": "/bin", "GLIBC_TUNABLES": "glibc.malloc.arena_max=1", "OMP_NUM_THREADS": "8"})
     assert env["PATH"] == "/bin" and env["OMP_NUM_THREADS"] == "1" and env["PYTHONHASHSEED"] == "0"
-    assert env["GLIBC_TUNABLES"] == f"glibc.malloc.arena_max=1:{instructions.GLIBC_TCACHE}"
-    assert instructions.child_environment({})["GLIBC_TUNABLES"] == instructions.GLIBC_TCACHE
+    assert env["GLIBC_TUNABLES"] == f"glibc.malloc.arena_max=1:{instructions.GLIBC_COUNTING}"
+    assert instructions.child_environment({})["GLIBC_TUNABLES"] == instructions.GLIBC_COUNTING
 
 
 def callgrind_writing(dumps: list[int], returncode: int = 0, stderr: str = "") -> instructions.Runner:

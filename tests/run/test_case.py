@@ -375,7 +375,7 @@ def _bad_inputs() -> list[Any]:
         (["--modes", "train,infer"], "unknown mode 'infer'"),
         (["--steps", "0"], "--steps: must be at least 1"),
         (["--batch-size", "-4"], "--batch-size: must be at least 1"),
-        (["--threads", "0"], "--threads: must be at least 1"),
+        (["--threads", "0"], "--threads: must be from 1 to 1024"),
         (["--timeout", "0"], "--timeout: must be more than 0"),
         (["--timeout", "-5"], "--timeout: must be more than 0"),
         (["--device", "tpu"], "unknown device 'tpu'"),

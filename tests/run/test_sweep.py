@@ -45,6 +45,7 @@ from torchbenchmark.run.sweep import GIVE_UP_AFTER, SweepArgumentError, SweepOpt
         (TINY, "train", {"batch_size": -1}, "batch_size must be a whole number of at least 1"),
         (TINY, "train", {"timeout_s": 0}, "timeout_s must be a number of seconds more than 0"),
         (TINY, "train", {"timeout_s": float("nan")}, "timeout_s must be a number of seconds more than 0"),
+        (TINY, "eval", {"instructions_cap_s": -1.0}, "instructions_cap_s must be a number of seconds more than 0"),
         (TINY, "train", {"out_dir": ""}, "out_dir is empty"),
     ],
 )

@@ -38,6 +38,13 @@ def positive_int(text: str) -> int:
     return int(_number(text, int, "a whole number", lambda value: value >= 1, "at least 1"))
 
 
+MOST_THREADS = 1024  # torch takes a C int; past any machine's cores, a number is a mistake
+
+
+def thread_count(text: str) -> int:
+    return int(_number(text, int, "a whole number", lambda value: 1 <= value <= MOST_THREADS, f"from 1 to {MOST_THREADS}"))
+
+
 def positive_float(text: str) -> float:
     return float(_number(text, float, "a number of seconds", lambda value: 0 < value <= 1e9, "more than 0 and at most 1e9"))
 

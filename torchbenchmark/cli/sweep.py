@@ -20,6 +20,7 @@ from torchbenchmark.cli.args import (
     percent,
     positive_float,
     positive_int,
+    thread_count,
 )
 from torchbenchmark.cli.models import exclude_models, resolve_device, resolve_models, resolve_modes
 from torchbenchmark.measure.environment import check_ranks
@@ -30,6 +31,7 @@ from torchbenchmark.results.schema import EAGER, CaseResult
 from torchbenchmark.results.spec import (
     COMPILE_MODES,
     DEFAULT_BACKEND,
+    DEFAULT_INSTRUCTIONS_CAP_S,
     DEFAULT_OUT,
     DEFAULT_TIMEOUT_S,
     PRECISIONS,
@@ -81,10 +83,17 @@ def build_parser() -> argparse.ArgumentParser:
     add("--batch-size", type=positive_int, help="batch size for every case (default: each model's)")
     add("--steps", type=positive_int, help="measure one window of exactly this many steps (default: ~2 s windows)")
     add("--timeout", type=positive_float, default=DEFAULT_TIMEOUT_S, help=f"seconds per case (default: {DEFAULT_TIMEOUT_S:g})")
-    add("--threads", type=positive_int, help="torch intra-op threads per case (default: torch's)")
+    add("--threads", type=thread_count, help="torch intra-op threads per case (default: torch's)")
     add("--no-detailed", action="store_true", help="skip the detailed profile")
     add("--scaling", action="store_true", help="also bound the overhead by batch-size scaling")
-    add("--instructions", action="store_true", help="count each eager CPU step's instructions (callgrind)")
+    add(
+        "--instructions",
+        type=positive_float,
+        nargs="?",
+        const=DEFAULT_INSTRUCTIONS_CAP_S,
+        metavar="S",
+        help=f"count each eager CPU step's instructions (callgrind); a count over S s is skipped (default: {DEFAULT_INSTRUCTIONS_CAP_S:g})",
+    )
     add(
         "--calibration",
         metavar="FILE",
@@ -103,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     add(
         "--threshold",
         type=percent,
-        default=compare_command.DEFAULT_THRESHOLD_PCT,
+        metavar="PCT",
         help=f"with --baseline: the smallest change in %% called slower (default: {compare_command.DEFAULT_THRESHOLD_PCT:g})",
     )
     add("--allow-inconclusive", action="store_true", help="with --baseline: exit 0, not 3, when something is inconclusive")
@@ -113,6 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _check_flags(args: argparse.Namespace, device: str, modes: list[str]) -> None:
+    if not args.baseline and (args.threshold is not None or args.allow_inconclusive):
+        raise UsageError("--threshold and --allow-inconclusive apply to the comparison --baseline BASE makes: give --baseline too")
     if args.calibration is not None:
         calibration = Path(args.calibration)
         if not args.calibration.strip() or calibration.is_dir() or (calibration.exists() and not calibration.is_file()):
@@ -121,7 +132,7 @@ def _check_flags(args: argparse.Namespace, device: str, modes: list[str]) -> Non
         raise UsageError("--ddp and --compile do not combine: DDP cases run the eager module")
     if args.ddp and (args.precision or args.channels_last):
         raise UsageError("--ddp does not combine with --precision or --channels-last: DDP cases run the eager module")
-    if args.ddp and args.instructions:
+    if args.ddp and args.instructions is not None:
         raise UsageError("--ddp and --instructions do not combine: instructions are counted for single-process eager cases")
     if args.ddp and modes != ["train"]:
         raise UsageError("--ddp runs train cases only: use --modes train")
@@ -151,7 +162,8 @@ def options_of(args: argparse.Namespace, device: str, argv: Sequence[str]) -> Sw
         threads=args.threads,
         detailed=not args.no_detailed,
         scaling=args.scaling,
-        instructions=args.instructions,
+        instructions=args.instructions is not None,
+        instructions_cap_s=args.instructions or DEFAULT_INSTRUCTIONS_CAP_S,
         calibration=str(Path(args.calibration).absolute()) if args.calibration else None,  # the case's process has its own cwd
         timeout_s=args.timeout,
         world_size=args.ddp or 1,
@@ -177,7 +189,9 @@ def rerun_command(args: argparse.Namespace, spec: str, row: CaseResult) -> str:
     for flag, value in (*counts, ("--repeat", args.repeat if args.repeat > 1 else None)):
         if value:
             words += [flag, str(value)]
-    words += ["--no-detailed"] * args.no_detailed + ["--scaling"] * args.scaling + ["--instructions"] * args.instructions
+    words += ["--no-detailed"] * args.no_detailed + ["--scaling"] * args.scaling
+    if args.instructions is not None:
+        words += ["--instructions"] if args.instructions == DEFAULT_INSTRUCTIONS_CAP_S else ["--instructions", f"{args.instructions:g}"]
     if args.timeout != DEFAULT_TIMEOUT_S:
         words += ["--timeout", f"{args.timeout:g}"]
     if row.variant != EAGER and args.compile:
@@ -204,7 +218,7 @@ def main(args: argparse.Namespace, argv: Sequence[str], machinery: Machinery = M
     models = resolve_models(args.models, min(IMPORT_TIMEOUT_S, args.timeout), machinery.probe_plugins, machinery.registered)
     if args.exclude:
         models = exclude_models(models, args.exclude)
-    missing = valgrind_missing() if args.instructions else None
+    missing = valgrind_missing() if args.instructions is not None else None
     if missing:  # said once here; each row's instructions carry the reason too
         print(f"diagnostics.py: --instructions: {missing}; the cases run without counts", file=sys.stderr)
     return _run(args, models, modes, options_of(args, device, argv), machinery)
@@ -241,6 +255,7 @@ def _run(args: argparse.Namespace, models: list[str], modes: list[str], options:
         print(f"report: {outcome.report} (one self-contained page: open it in a browser)", file=sys.stderr)
     if args.baseline and outcome.interrupted_by is None:
         print(f"\ncompared with {args.baseline}:", file=sys.stderr)
-        gate = compare_command.run(args.baseline, out, args.threshold, allow_inconclusive=args.allow_inconclusive)
+        threshold = compare_command.DEFAULT_THRESHOLD_PCT if args.threshold is None else args.threshold
+        gate = compare_command.run(args.baseline, out, threshold, allow_inconclusive=args.allow_inconclusive)
         return EXIT_FAILED if EXIT_FAILED in (outcome.exit_status, gate) else max(outcome.exit_status, gate)
     return outcome.exit_status if outcome.results or outcome.interrupted_by else EXIT_OK

@@ -13,7 +13,6 @@ measured: docs/measurement.md.
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import gc
 import json
@@ -31,10 +30,10 @@ from typing import Any
 
 import torch
 
-from torchbenchmark.measure.steady import GLIBC_KEEPS_MEMORY, steady_process
+from torchbenchmark.measure.steady import steady_process
 from torchbenchmark.registry import model_class
 from torchbenchmark.results.schema import EAGER, Instructions
-from torchbenchmark.results.spec import CaseSpec
+from torchbenchmark.results.spec import DEFAULT_INSTRUCTIONS_CAP_S, CaseSpec
 
 log = logging.getLogger(__name__)
 Runner = Callable[..., "subprocess.CompletedProcess[str]"]  # runs a command as subprocess.run does
@@ -52,7 +51,6 @@ MOST_STEPS_PER_COUNT = 200
 # Uncounted steps before, one call each as counted: Python specialises the code of a call after several
 # calls, and the first calls hold lazy set-up (dispatch tables, allocator pools, caches).
 WARMUP_STEPS = 10
-CAP_S = 300.0  # the most a case's count may be expected to take; a longer one is skipped, with its estimate
 # Measured on a shared 2-core VM (docs/measurement.md): Python, torch and this package started under
 # callgrind uninstrumented, and instrumentation turned on; then how many times slower than natively a model
 # is built and stepped there, at the slow end: 6x to 130x for most, 2000x for soft_actor_critic's train step.
@@ -64,12 +62,13 @@ RESERVE_S = 15.0
 # Every thread pool at one thread and str hashes seeded: a count that depends neither on the machine's cores
 # nor on the process's random hash seed.
 CHILD_ENVIRONMENT = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
-# glibc's per-thread cache of freed blocks holds 7 of each size by default; the rest go back to its free lists
-# and are merged with their neighbours, at a cost set by where the heap put them. With room for all of them a
-# free costs the same whatever the heap's layout: the counts of one build no longer move with the length of
-# its command line, and their spread fell from 0.04-0.8% to about 0.12% (docs/measurement.md).
-GLIBC_TCACHE = "glibc.malloc.tcache_count=65535"
-_M_MXFAST = 1  # mallopt(3)'s parameter for glibc's fastbins, from <malloc.h>
+# glibc's allocator, set up before the child starts: as every case's process has it (measure.steady: freed
+# memory kept, never trimmed), and more. No fastbins: glibc consolidates them when a large block is freed,
+# millions of instructions in one count and none in the next. A per-thread cache of 65,535 freed blocks a
+# size, not 7: the rest go back to the free lists and are merged with their neighbours at a cost set by
+# where the heap put them, so one build's counts moved with the length of its command line, and spread
+# 0.04% to 0.8% (docs/measurement.md).
+GLIBC_COUNTING = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=2147483647:glibc.malloc.mxfast=0:glibc.malloc.tcache_count=65535"
 DUMP_NAME = "callgrind.out.%p"  # callgrind puts the process id for %p, and ".<part>" after each dump asked for
 DUMP_PATTERN = "callgrind.out.*"
 _DUMP_TRIGGER = "Client Request"  # a dump the child asked for; the one at exit says "Program termination"
@@ -178,7 +177,7 @@ def valgrind_missing(find: Callable[[str], str | None] = shutil.which) -> str | 
     return VALGRIND_MISSING if find("valgrind") is None else None
 
 
-def over_cap(estimate: Estimate, left_s: float, cap_s: float = CAP_S) -> str | None:
+def over_cap(estimate: Estimate, left_s: float, cap_s: float = DEFAULT_INSTRUCTIONS_CAP_S) -> str | None:
     """Why counting would cost too much, or None: an estimate above the cap, or above what the case has left."""
     limit = min(cap_s, left_s)
     if estimate.seconds <= limit:
@@ -200,7 +199,7 @@ def count_case(
     valgrind = find("valgrind") if reason is None else None
     if reason is None and valgrind is None:
         reason = VALGRIND_MISSING
-    reason = reason or over_cap(estimate, left_s - RESERVE_S)
+    reason = reason or over_cap(estimate, left_s - RESERVE_S, spec.instructions_cap_s)
     if reason is not None:
         return Instructions(method=METHOD, reason=reason)
     request = Request(spec.model, spec.mode, spec.batch_size, dict(config or {}))
@@ -254,8 +253,9 @@ def count(request: Request, valgrind: str, timeout_s: float, run: Runner = subpr
 
 
 def child_environment(parent: Mapping[str, str]) -> dict[str, str]:
-    """``parent``'s environment with ``CHILD_ENVIRONMENT`` and ``GLIBC_TCACHE`` added to any glibc tunables it sets."""
-    tunables = ":".join(filter(None, (parent.get("GLIBC_TUNABLES"), GLIBC_TCACHE)))
+    """``parent``'s environment with ``CHILD_ENVIRONMENT``, and ``GLIBC_COUNTING`` after any glibc tunables it
+    sets (the later of two settings of a tunable stands)."""
+    tunables = ":".join(filter(None, (parent.get("GLIBC_TUNABLES"), GLIBC_COUNTING)))
     return {**parent, **CHILD_ENVIRONMENT, "GLIBC_TUNABLES": tunables}
 
 
@@ -267,10 +267,7 @@ def _last_line(text: str) -> str:
 def _child(request: Request) -> None:
     """Build the model as its case does, warm it up, count a first step alone, then runs of steps sized from it."""
     torch.set_num_threads(1)
-    if steady_process().startswith(GLIBC_KEEPS_MEMORY):  # the allocator as every case's process has it, but:
-        # no fastbins. glibc consolidates them when a large block is freed: millions of instructions in one
-        # count and none in the next.
-        ctypes.CDLL(None).mallopt(_M_MXFAST, 0)
+    steady_process()  # denormals flushed; the allocator is already set (GLIBC_COUNTING), and left as it is
     model = model_class(request.model)(device="cpu", batch_size=request.batch_size, **request.config)
     step = model.train if request.mode == "train" else model.eval
     for _ in range(request.warmup_steps):  # one call each, as counted

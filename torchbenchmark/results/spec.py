@@ -23,6 +23,7 @@ PRECISIONS = {"amp-bf16": "bfloat16", "amp-fp16": "float16", "bf16": "bfloat16"}
 CHANNELS_LAST = "channels-last"  # the memory-layout variant's part of a variant name
 DEFAULT_BACKEND = "inductor"
 DEFAULT_TIMEOUT_S = 600.0
+DEFAULT_INSTRUCTIONS_CAP_S = 300.0  # the most a count may be expected to take; a longer one is skipped
 DEFAULT_OUT = "traces"
 
 
@@ -117,6 +118,7 @@ class CaseSpec:
     precision: str | None = None  # one of PRECISIONS; None: float32 (measure.precision)
     channels_last: bool = False  # the module and 4-D inputs in channels_last (measure.precision)
     instructions: bool = False  # also count an eager CPU step's instructions under callgrind (measure.instructions)
+    instructions_cap_s: float = DEFAULT_INSTRUCTIONS_CAP_S  # a count estimated to take longer is skipped
     calibration: str | None = None  # a file of this machine's prices, read where it holds them, else written (measure.calibration)
 
     def __post_init__(self) -> None:
@@ -146,9 +148,10 @@ class CaseSpec:
             raise ValueError(f"unknown precision {self.precision!r}; expected one of {', '.join(PRECISIONS)}")
         if self.world_size > 1 and self.recast:
             raise ValueError("DistributedDataParallel cases run eager modules: precision, channels_last and world_size do not combine")
-        timeout = self.timeout_s
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (math.isfinite(timeout) and 0 < timeout <= 1e9):
-            raise ValueError(f"timeout_s must be a number of seconds more than 0 and at most 1e9; got {timeout!r}")
+        for name in ("timeout_s", "instructions_cap_s"):
+            seconds = getattr(self, name)
+            if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not (math.isfinite(seconds) and 0 < seconds <= 1e9):
+                raise ValueError(f"{name} must be a number of seconds more than 0 and at most 1e9; got {seconds!r}")
 
     @property
     def variant(self) -> str:
