@@ -16,6 +16,7 @@ from torch import nn
 
 from tests.helpers.sweeps import FAST, SWEEP_ARGS, TINY, diagnose
 from tests.helpers.synthetic_models import FewLargeMatmuls, ManyTinyOps
+from tests.helpers.tiny_models import TinyMLP
 from torchbenchmark import cli
 from torchbenchmark.cli.args import UsageError
 from torchbenchmark.cli.models import resolve_device
@@ -249,3 +250,27 @@ def test_a_case_at_two_threads_is_priced_for_two(tmp_path: Path, two_threads: No
     low, high = dispatch.overhead_interval
     assert low <= dispatch.fraction <= high, dispatch
     assert torch.get_num_threads() == 2  # the case left the threads it found
+
+
+class RecordsThreads(TinyMLP):
+    """Keeps the intra-op threads each of its steps ran at."""
+
+    seen: list[int] = []
+
+    def eval_step(self, inputs: Any) -> None:
+        RecordsThreads.seen.append(torch.get_num_threads())
+        super().eval_step(inputs)
+
+
+def test_the_case_runs_at_the_threads_its_spec_records_and_gives_the_process_its_own_back(tmp_path: Path) -> None:
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        RecordsThreads.seen.clear()
+        row = diagnose(RecordsThreads, "eval", out_dir=tmp_path, budget=QUICK, detailed=False, threads=1)
+        after = torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
+    assert row.status == "ok", row.error
+    assert RecordsThreads.seen and set(RecordsThreads.seen) == {1}, RecordsThreads.seen
+    assert after == 2

@@ -18,9 +18,11 @@ tensor is made. What was measured and why: benchmarks/RESULTS.md, "Process sprea
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import platform
+from collections.abc import Iterator
 
 import torch
 
@@ -92,3 +94,16 @@ def steady_process() -> str:
     if huge_pages_setting() == HUGE_PAGES:
         os.environ[THP_ENV] = "1"
     return setting
+
+
+@contextlib.contextmanager
+def intra_op_threads(threads: int | None) -> Iterator[None]:
+    """torch's intra-op threads at ``threads`` for the block (None: as they are), as they were after it."""
+    before = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)

@@ -31,6 +31,7 @@ from torchbenchmark.measure.calibration import calibration_for, rnn_step_at_thre
 from torchbenchmark.measure.costs import measure_costs
 from torchbenchmark.measure.harness import Characterisation, ColdProbe, Pace, characterise, device_sync, use_device
 from torchbenchmark.measure.profiling import KINDS, ProfileRun, run_profile
+from torchbenchmark.measure.steady import intra_op_threads
 from torchbenchmark.registry import meta_of, model_class
 from torchbenchmark.report.tables import render_attribution, render_top_ops
 from torchbenchmark.results.files import write_atomic
@@ -112,37 +113,33 @@ class Analysed:
 def diagnose(
     spec: CaseSpec, out_dir: Path, cls: type | None = None, config: Mapping[str, Any] | None = None, announce: Announce = _silent
 ) -> CaseResult:
-    """Run the single-process case ``spec`` describes in this process; ``cls`` stands for ``spec.model``."""
-    row = CaseResult(
-        model=spec.model if cls is None else getattr(cls, "__name__", spec.model),
-        mode=spec.mode,
-        device=str(torch.device(spec.device)),
-        status=Status.OK,
-        variant=spec.variant,
-        batch_size=spec.batch_size,
-    )
+    """Run the single-process case ``spec`` describes in this process, at its threads; ``cls`` stands for ``spec.model``."""
+    name = spec.model if cls is None else getattr(cls, "__name__", spec.model)
+    device, variant = str(torch.device(spec.device)), spec.variant
+    row = CaseResult(model=name, mode=spec.mode, device=device, status=Status.OK, variant=variant, batch_size=spec.batch_size)
     laps = Laps(announce)
     try:
-        cls = cls or model_class(spec.model)
-        meta = meta_of(cls)
-        outdir.check_model_name(meta.name)  # it names the case's folder: refused before any work
-        row = dataclasses.replace(row, model=meta.name, family=meta.family)
-        measured = measure(spec, cls, meta, out_dir, config, laps)
-        if spec.instructions and spec.profiles:  # once per case, as its profiles are (measure.instructions)
-            laps.announce("counting instructions under callgrind")
-            estimate = counting.Estimate(measured.characterisation.steps.median_ms, laps.timings.get("build", 0.0))
-            found = counting.count_case(spec, config, estimate, spec.timeout_s - (time.perf_counter() - laps.began))
-            measured = dataclasses.replace(measured, instructions=found)
-            laps("instructions")
-        row = dataclasses.replace(row, batch_size=measured.batch_size)
-        analysed = None
-        if measured.profiles is not None:
-            laps.announce("analysing")
-            analysed = analyse(spec, measured, out_dir, meta)
-            laps("analyse")
-            analysed = attributed(spec, measured, analysed, meta.name)
-            laps("attribute")
-        return assemble(row, measured, analysed, out_dir, laps.timings)
+        with intra_op_threads(spec.threads):
+            cls = cls or model_class(spec.model)
+            meta = meta_of(cls)
+            outdir.check_model_name(meta.name)  # it names the case's folder: refused before any work
+            row = dataclasses.replace(row, model=meta.name, family=meta.family)
+            measured = measure(spec, cls, meta, out_dir, config, laps)
+            if spec.instructions and spec.profiles:  # once per case, as its profiles are (measure.instructions)
+                laps.announce("counting instructions under callgrind")
+                estimate = counting.Estimate(measured.characterisation.steps.median_ms, laps.timings.get("build", 0.0))
+                found = counting.count_case(spec, config, estimate, spec.timeout_s - (time.perf_counter() - laps.began))
+                measured = dataclasses.replace(measured, instructions=found)
+                laps("instructions")
+            row = dataclasses.replace(row, batch_size=measured.batch_size)
+            analysed = None
+            if measured.profiles is not None:
+                laps.announce("analysing")
+                analysed = analyse(spec, measured, out_dir, meta)
+                laps("analyse")
+                analysed = attributed(spec, measured, analysed, meta.name)
+                laps("attribute")
+            return assemble(row, measured, analysed, out_dir, laps.timings)
     except Exception as error:
         status, message = describe_failure(error, spec.mode)
         log.error("%s %s %s: %s", row.model, spec.mode, row.device, message, exc_info=status == Status.FAILED)

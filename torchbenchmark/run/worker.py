@@ -19,8 +19,6 @@ from collections.abc import Callable, Mapping  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-import torch  # noqa: E402
-
 from torchbenchmark.measure.steady import steady_process  # noqa: E402
 from torchbenchmark.results.files import write_atomic  # noqa: E402
 from torchbenchmark.results.schema import CaseResult  # noqa: E402
@@ -54,8 +52,6 @@ def main(argv: list[str]) -> int:
     faulthandler.enable()  # a model that crashes the interpreter leaves its Python stack in the case's log
     imported = time.time()
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="[%(name)s] %(levelname)s %(message)s")
-    if spec.threads:
-        torch.set_num_threads(spec.threads)
     steady_process()  # the same steady state in every case's process: see measure/steady.py
     result = run_in_process(spec, Path(request.out_dir), say=announce, started_at=request.spawned_at or STARTED)
     started = {"start": round(STARTED - request.spawned_at, 3), "import": round(imported - STARTED, 3)}
