@@ -17,6 +17,7 @@ from tests.helpers.processes import TOKEN_ENV
 from tests.helpers.tiny_models import TinyMLP
 from torchbenchmark.registry import model_class
 from torchbenchmark.results.schema import CaseResult, Status
+from torchbenchmark.results.spec import Compile
 from torchbenchmark.run.sweep import spec_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -114,6 +115,10 @@ def test_collect_diagnostics_makes_a_failed_row_of_an_output_folder_it_cannot_us
     row = torchbenchmark.collect_diagnostics(f"{ROOT / 'tests' / 'helpers' / 'tiny_models.py'}:TinyMLP", out_dir=users)
     assert row.status == Status.FAILED and "exists and is not a folder" in (row.error or "")
     assert users.read_text() == "the user's\n"
+    compiled = torchbenchmark.collect_diagnostics(
+        f"{ROOT / 'tests' / 'helpers' / 'tiny_models.py'}:TinyMLP", out_dir=users, compile=Compile("aot_eager")
+    )
+    assert compiled.status == Status.FAILED and compiled.variant == "aot_eager"  # keyed as the case it refused
 
 
 def test_collect_diagnostics_refuses_by_type_what_is_not_a_model() -> None:

@@ -162,4 +162,4 @@ def _run_here(spec: CaseSpec, out_dir: Path, cls: type | None, config: Mapping[s
 
 
 def _refused(spec: CaseSpec, reason: str) -> CaseResult:
-    return CaseResult(model=spec.model, mode=spec.mode, device=spec.device, status=Status.FAILED, error=reason)
+    return CaseResult.failed(spec, reason)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from torchbenchmark.results.codec import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, SchemaError, decode_object, json_field
 from torchbenchmark.results.kinds import (
@@ -52,6 +52,19 @@ from torchbenchmark.results.parts import (
     Warmup,
     enough_clean,
 )
+
+
+class Case(Protocol):
+    """What keys a case's row: a ``CaseSpec`` has it."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def mode(self) -> str: ...
+    @property
+    def device(self) -> str: ...
+    @property
+    def variant(self) -> str: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,6 +166,14 @@ class CaseResult(Record):
 
     def __repr__(self) -> str:
         return f"CaseResult({self.headline()})"
+
+    @classmethod
+    def failed(
+        cls, spec: Case, error: str | None = None, status: Status = Status.FAILED, model: str | None = None, device: str | None = None
+    ) -> CaseResult:
+        """The row of ``spec``'s case where it got no further than ``error``, keyed as the case (its variant
+        included); ``model`` and ``device``: the names the row goes by, where they are not the spec's."""
+        return cls(model or spec.model, spec.mode, device or spec.device, status, error=error, variant=spec.variant)
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "") -> CaseResult:

@@ -49,7 +49,7 @@ def _reason(error: BaseException, path: Path | None = None) -> str:
 
 def run_case(spec: CaseSpec, name: str, out_dir: Path, on_phase: OnPhase | None = None) -> CaseResult:
     """Run one case in a guarded child process and turn whatever happens to it into a row."""
-    row = CaseResult(model=name, mode=spec.mode, device=spec.device, status=Status.FAILED, variant=spec.variant)
+    row = CaseResult.failed(spec, model=name)
     try:
         folder = outdir.make_case_dir(out_dir, name)
         log_path = outdir.inside(out_dir, folder / outdir.log_name(spec))
@@ -155,7 +155,7 @@ def unstartable(probe: PluginProbe | None, spec: CaseSpec, name: str, out_dir: P
     """The row of a plug-in case that cannot start (its import failed, or its name is unusable), else None."""
     if probe is None or (probe.status == "ok" and probe.name_error is None):
         return None
-    row = CaseResult(model=name, mode=spec.mode, device=spec.device, status=Status.FAILED, variant=spec.variant)
+    row = CaseResult.failed(spec, model=name)
     if probe.status == "ok":
         return dataclasses.replace(row, error=probe.name_error)
     status, error = (Status.SKIPPED, f"unavailable: {probe.error}") if probe.status == "unavailable" else (Status.FAILED, probe.error)

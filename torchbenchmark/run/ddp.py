@@ -88,7 +88,7 @@ def run_case(spec: CaseSpec, out_dir: Path, announce: Announce = _silent, starte
     ``started_at`` (a ``time.time()``) is when the case's timeout began, the process's start by default:
     the launcher gives up in time to name the rank that hung before the case's process is killed.
     """
-    row = CaseResult(model=_model_name(spec.model), mode=spec.mode, device=spec.device_type, status=Status.FAILED, variant=spec.variant)
+    row = CaseResult.failed(spec, model=_model_name(spec.model), device=spec.device_type)
     started = time.perf_counter()
     spent_s = max(0.0, time.time() - started_at) if started_at else 0.0
     margin_s = max(MIN_DEADLINE_MARGIN_S, DEADLINE_MARGIN_FRACTION * spec.timeout_s)
