@@ -3,6 +3,7 @@ the notebook view, the page's structure pinned, and the page loaded in a real br
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -332,6 +333,19 @@ def test_the_golden_page_flags_what_it_should_and_shows_extra_figures() -> None:
     assert "speedup vs eager (x)" in text and "2.00" in text  # figures only some rows have, shown when present
     assert "12.5 s to compile, 2 graphs, 1 graph breaks" in text and "data-dependent branch at net.py:12" in text
     assert "peak memory MB</dt><dd>512" in text and "GFLOP/step</dt><dd>3.00" in text and "compute limit</dt><dd>kernels" in text
+
+
+def test_the_table_shows_each_figure_once_beside_a_variant_row() -> None:
+    rows = golden_summary().rows
+    columns = report.table_columns(rows)
+    headers = [column.header for column in columns]
+    figures = [column.figure for column in columns if column.figure]
+    assert len(set(headers)) == len(headers) and len(set(figures)) == len(figures), headers
+    assert {"speedup x", "eager bound x"} <= set(headers)  # summary.txt's, for the variant row
+    assert not {"speedup vs eager (x)", "speedup bound (x)"} & set(headers)  # and not the page's again
+    costs = next(row.costs for row in rows if row.costs is not None)
+    cache = dataclasses.replace(rows[0], costs=dataclasses.replace(costs, cache_memory_mb=3.5))
+    assert "cache MB" in [column.header for column in report.table_columns([cache, *rows[1:]])]  # a figure summary.txt lacks
 
 
 def test_a_run_where_nothing_ran_ok_still_gets_its_page() -> None:

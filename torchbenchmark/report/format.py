@@ -39,6 +39,7 @@ class Column:
     cell: Callable[[Any], str]
     numeric: bool = True
     html: Callable[[Any], str] | None = None  # the cell as HTML (links); None: the text cell, escaped
+    figure: str = ""  # the row's figure it shows, by name (report.case.field): a table shows each figure once
 
 
 def render_columns(columns: Sequence[Column], rows: Iterable[Any]) -> str:

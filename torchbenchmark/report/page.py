@@ -22,7 +22,7 @@ from torchbenchmark.report.plots import case_id, label, ratio_intervals, speedup
 from torchbenchmark.report.summary import LEGEND, summary_columns
 from torchbenchmark.report.tables import comparison_columns, comparison_tally
 from torchbenchmark.results.records import Summary, differs
-from torchbenchmark.results.schema import CaseResult, Costs, sort_rows
+from torchbenchmark.results.schema import CaseResult, sort_rows
 
 ENVIRONMENT_KEYS = (
     "device_name",
@@ -105,7 +105,7 @@ def table_columns(rows: Sequence[CaseResult]) -> list[Column]:
         dataclasses.replace(c, html=lambda r, c=c: f'<span class="wrap">{escape(c.cell(r))}</span>') if c.header == "note" else c
         for c in columns
     ]
-    shown = {f.name for f in dataclasses.fields(Costs)}  # summary.txt's columns have the costs
+    shown = {column.figure for column in columns}
     for extra in EXTRAS:
         if extra.name not in shown and any(extra_text(row, extra) for row in rows):
             columns.insert(-1, Column(extra.label, lambda r, x=extra: extra_text(r, x)))

@@ -109,11 +109,11 @@ COLUMNS: tuple[Column, ...] = (
     Column("op µs", lambda r: number(r.dispatch.median_op_us if r.dispatch else None, 1)),
     Column("overhead %", lambda r: number(100 * r.dispatch.fraction if r.dispatch else None, 1)),
     Column("verdict", lambda r: str(r.dispatch.verdict) if r.dispatch else "", numeric=False),
-    Column("GFLOP/step", lambda r: flop_figure(r, significant(_cost(r, "flops_per_step", 1e9)))),
-    Column("GFLOP/s", lambda r: flop_figure(r, significant(_cost(r, "achieved_gflops")))),
-    Column("% peak", lambda r: flop_figure(r, number(_cost(r, "pct_of_peak"), 1))),
-    Column("peak MB", lambda r: number(_cost(r, "peak_memory_mb"), 0)),
-    Column("samples/s", lambda r: significant(_cost(r, "samples_per_s"))),
+    Column("GFLOP/step", lambda r: flop_figure(r, significant(_cost(r, "flops_per_step", 1e9))), figure="flops_per_step"),
+    Column("GFLOP/s", lambda r: flop_figure(r, significant(_cost(r, "achieved_gflops"))), figure="achieved_gflops"),
+    Column("% peak", lambda r: flop_figure(r, number(_cost(r, "pct_of_peak"), 1)), figure="pct_of_peak"),
+    Column("peak MB", lambda r: number(_cost(r, "peak_memory_mb"), 0), figure="peak_memory_mb"),
+    Column("samples/s", lambda r: significant(_cost(r, "samples_per_s")), figure="samples_per_s"),
     Column("note", lambda r: r.error or note(r), numeric=False),
 )
 # A count's steps spreading more than this is shown beside it: steadier counts gate a 1% change, this one may not.
@@ -163,7 +163,10 @@ def against_columns(results: Sequence[CaseResult]) -> list[Column]:
             return f"{found.bound.speedup_bound:.2f}" + (" past" if found.past else "")
         return number(row.bound.speedup_bound, 2) if row.variant == EAGER and row.bound is not None else ""
 
-    return [Column("speedup x", lambda r: number(r.speedup_vs_eager, 2)), Column("eager bound x", bound)]
+    return [
+        Column("speedup x", lambda r: number(r.speedup_vs_eager, 2), figure="speedup_vs_eager"),
+        Column("eager bound x", bound, figure="speedup_bound"),
+    ]
 
 
 def summary_columns(results: Sequence[CaseResult], extra: Column | None = None) -> list[Column]:
