@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from torchbenchmark.analyze.opdiff import op_diff, trace_ops
 from torchbenchmark.analyze.trace import load_events
 from torchbenchmark.report.page import render_comparison_report
 from torchbenchmark.report.tables import render_comparison
+from torchbenchmark.results import files
 from torchbenchmark.results.records import RunRecord, summary_of_records
 from torchbenchmark.results.schema import CaseResult, Dispatch, Instructions, Samples, StepTime, Traces
 
@@ -162,3 +165,84 @@ def test_a_case_called_by_instructions_or_whose_op_events_moved_gets_its_op_diff
     unmoved = _counted(new_dir, 1e6, 9)
     (case,) = with_op_diffs(compare(base, unmoved), base, unmoved, (base_dir, new_dir)).cases
     assert case.call == "same" and case.ops is None and case.ops_note is None
+
+
+def _damaged(path: Path, kind: str, tmp_path: Path) -> str:
+    """Write a light trace damaged as ``kind`` says at ``path``; the name a record gives it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    whole = gzip.compress(json.dumps({"traceEvents": _data("opdiff_new")}).encode())
+    if kind == "truncated gzip":
+        path.write_bytes(whole[: len(whole) // 2])
+    elif kind == "corrupt deflate":
+        path.write_bytes(whole[:20] + bytes(b ^ 0xFF for b in whole[20:60]) + whole[60:])
+    elif kind == "not gzip":
+        path.write_bytes(b"plain text, not a trace")
+    elif kind == "events not objects":
+        path.write_bytes(gzip.compress(json.dumps({"traceEvents": [1, "two", None]}).encode()))
+    elif kind == "deep nesting":
+        path.write_bytes(gzip.compress(b"[" * 100_000 + b"]" * 100_000))
+    elif kind == "a FIFO":
+        os.mkfifo(path)
+    elif kind == "a link out":
+        outside = tmp_path / "elsewhere.pt.trace.json.gz"
+        outside.write_bytes(whole)
+        path.symlink_to(outside)
+    elif kind == "a gzip bomb":
+        path.write_bytes(gzip.compress(b" " * (3 * 2**20)))  # past the limit the test sets: 1 MB
+    return str(path.relative_to(path.parents[1]))
+
+
+@pytest.mark.parametrize(
+    ("kind", "why"),
+    [
+        ("truncated gzip", "cannot be read whole (EOFError"),
+        ("corrupt deflate", "cannot be read whole"),
+        ("not gzip", "cannot be read whole (BadGzipFile"),
+        ("events not objects", "not a Chrome trace"),
+        ("deep nesting", "RecursionError"),
+        ("a FIFO", "not a regular file"),
+        ("a link out", "lies outside"),
+        ("a gzip bomb", "holds more than 1 MB"),
+    ],
+)
+def test_a_damaged_trace_is_its_cases_note_and_never_a_regression(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, why: str
+) -> None:
+    monkeypatch.setattr(files, "MOST_READ_BYTES", 2**20)
+    base_dir, new_dir = tmp_path / "base", tmp_path / "new"
+    _write(base_dir, _data("opdiff_base"))
+    _damaged(new_dir / TRACE, kind, tmp_path)
+    base, new = _side(base_dir, 1.0), _side(new_dir, 1.0)
+    (case, _) = with_op_diffs(compare(base, new), base, new, (base_dir, new_dir), every=True).cases
+    assert case.model == "m" and case.ops is None and why in (case.ops_note or ""), case.ops_note
+    assert case.ops_note.startswith("no op diff: the new's light trace") and "\n" not in case.ops_note
+
+
+@pytest.mark.parametrize("name", ["/etc/hostname", "../base/" + TRACE, "m/../../base/" + TRACE])
+def test_a_trace_named_outside_its_folder_is_not_read(tmp_path: Path, name: str) -> None:
+    from torchbenchmark.results.files import StorageError, read_inside
+
+    _write(tmp_path / "base", _data("opdiff_base"))
+    (tmp_path / "new").mkdir()
+    with pytest.raises(StorageError, match="lies outside"):
+        read_inside(tmp_path / "new", name)
+
+
+def test_another_models_trace_in_a_rows_place_is_said_not_to_be_its(tmp_path: Path) -> None:
+    base_dir, new_dir = tmp_path / "base", tmp_path / "new"
+    _write(base_dir, _data("opdiff_base"))
+    _write(new_dir, _data("opdiff_new"))
+    base, new = _side(base_dir, 1.0), _side(new_dir, 1.0)
+    calls = trace_ops(_data("opdiff_base")).events_per_step["call"]
+    rows = [
+        dataclasses.replace(row, dispatch=Dispatch("compute-bound", 0.1, 9.0, 1.0, 1.0, events_per_step={"call": calls}))
+        if row.model == "m"
+        else row
+        for row in new.rows
+    ]
+    new = dataclasses.replace(new, rows=tuple(rows))  # the new row counted the base's calls: its trace is another's
+    (case, _) = with_op_diffs(compare(base, new), base, new, (base_dir, new_dir), every=True).cases
+    assert (
+        case.ops is None
+        and case.ops_note == f"no op diff: the new's light trace is not its row's: 109 call events a step against the row's {calls:g}"
+    )

@@ -9,7 +9,7 @@ import errno
 import json
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -106,3 +106,32 @@ def test_a_summary_json_with_nan_is_refused_naming_the_row(sweeps: Sweeps, capsy
     poison(a / "summary.json", "NaN")
     assert sweeps.cli("compare", str(a / "summary.json"), str(b)) == 2
     one_line_error(capsys.readouterr().err, "summary.json: results[0] (alpha eval cpu).step_time_ms.median is NaN")
+
+
+# --- files of another run, read as data from elsewhere -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("make", "why"),
+    [
+        (lambda path: os.mkfifo(path), "not a regular file"),
+        (lambda path: path.symlink_to("/dev/zero"), "not a regular file"),
+        (lambda path: path.mkdir(), "is a folder"),
+        (lambda path: path.write_text("[" * 100_000 + "]" * 100_000), "nested deeper than any file of this tool's"),
+        (lambda path: path.write_bytes(b"{" + b" " * (2 * 2**20) + b"}"), "holds more than 1 MB"),
+        (lambda path: path.write_bytes(b"\xff\xfe not utf-8"), "cannot be read"),
+    ],
+    ids=["fifo", "dev-zero", "folder", "deep", "too-large", "not-utf8"],
+)
+def test_a_hostile_run_record_is_a_storage_error_naming_it_not_a_hang(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make: Callable[[Path], object], why: str
+) -> None:
+    from torchbenchmark import api
+
+    monkeypatch.setattr(files, "MOST_READ_BYTES", 2**20)
+    record = tmp_path / "runs" / "20261201T000000.000000Z-abcd.json"
+    record.parent.mkdir()
+    make(record)
+    with pytest.raises(files.StorageError, match=why) as raised:
+        api.load_summary(tmp_path)
+    assert str(record) in str(raised.value) and "\n" not in str(raised.value)

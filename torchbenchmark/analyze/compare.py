@@ -17,6 +17,7 @@ from typing import Any
 
 from torchbenchmark.analyze.counts import (
     DEFAULT_INSTRUCTIONS_THRESHOLD_PCT,
+    EVENTS_ROUNDING,
     InstructionsChange,
     combined_call,
     events_moved,
@@ -24,6 +25,7 @@ from torchbenchmark.analyze.counts import (
     instructions_change,
 )
 from torchbenchmark.analyze.opdiff import OpDiff, TraceOps, op_diff, read_trace_ops
+from torchbenchmark.analyze.overhead import EVENT_KINDS
 from torchbenchmark.analyze.ratios import PROCESS_NOISE_FLOOR, RatioEstimate, run_noise
 from torchbenchmark.analyze.walltime import INCONCLUSIVE_BEYOND, process_medians, row_verdict, wall_time
 from torchbenchmark.results.codec import encode
@@ -314,30 +316,49 @@ def with_op_diffs(comparison: Comparison, base: Summary, new: Summary, roots: tu
     output folder): the cases called one of ``OPS_FOR`` or whose op events per step moved, or with ``every`` each
     case ok on both sides."""
     rows = {row.key: row for row in base.rows}, {row.key: row for row in new.rows}
-    read: dict[Path, TraceOps] = {}
+    read: dict[tuple[Path, str], TraceOps] = {}
     cases = []
     for case in comparison.cases:
         pair = rows[0].get(case.key), rows[1].get(case.key)
         wanted = every or case.call in OPS_FOR or bool(case.op_events)
         if wanted and pair[0] is not None and pair[1] is not None and pair[0].status == pair[1].status == Status.OK:
-            case = _case_ops(case, (pair[0], pair[1]), roots, lambda path: read.get(path) or read.setdefault(path, read_trace_ops(path)))
+            case = _case_ops(case, (pair[0], pair[1]), roots, lambda *at: read.get(at) or read.setdefault(at, read_trace_ops(*at)))
         cases.append(case)
     return dataclasses.replace(comparison, cases=tuple(cases))
 
 
 def _case_ops(
-    case: CaseComparison, rows: tuple[CaseResult, CaseResult], roots: tuple[Path, Path], read: Callable[[Path], TraceOps]
+    case: CaseComparison, rows: tuple[CaseResult, CaseResult], roots: tuple[Path, Path], read: Callable[[Path, str], TraceOps]
 ) -> CaseComparison:
     sides = []
     for side, row, root in zip(("base", "new"), rows, roots):
-        path = root / row.traces.light if row.traces.light else None
-        if path is None or not path.is_file():
-            why = "records none" if path is None else f"is missing ({path})"
+        name = row.traces.light
+        if not name or not (root / name).exists():
+            why = "records none" if not name else f"is missing ({root / name})"
             return dataclasses.replace(case, ops_note=f"no op diff: the {side}'s light trace {why}")
         try:
-            sides.append(read(path))
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            return dataclasses.replace(
-                case, ops_note=f"no op diff: the {side}'s light trace cannot be read ({type(error).__name__}: {error})"
-            )
+            ops = read(root, name)
+        except Exception as error:  # a damaged file of one case is that case's note, whatever broke in reading it
+            return dataclasses.replace(case, ops_note=f"no op diff: the {side}'s light trace cannot be read: {_one_line(error)}")
+        mismatch = _not_its_rows(ops, row)
+        if mismatch:
+            return dataclasses.replace(case, ops_note=f"no op diff: the {side}'s light trace {mismatch}")
+        sides.append(ops)
     return dataclasses.replace(case, ops=op_diff(sides[0], sides[1]))
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text[:300]}" if text else type(error).__name__
+
+
+def _not_its_rows(ops: TraceOps, row: CaseResult) -> str | None:
+    """Why a trace is not the one its row was drawn from, or None: its op events per step, kind by kind, are
+    the row's (``dispatch.events_per_step``, counted from this trace by the same function, over the steps no
+    other work stretched: within a tenth)."""
+    counted = row.dispatch.events_per_step if row.dispatch is not None else None
+    for kind in EVENT_KINDS:
+        found, recorded = ops.events_per_step.get(kind, 0.0), (counted or {}).get(kind)
+        if recorded is not None and abs(found - recorded) > max(EVENTS_ROUNDING, 0.1 * recorded):
+            return f"is not its row's: {found:g} {kind} events a step against the row's {recorded:g}"
+    return None

@@ -12,12 +12,14 @@ dtype conversion, a lost fusion).
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
 from torchbenchmark.analyze.overhead import EVENT_KINDS, overhead_events
-from torchbenchmark.analyze.trace import Event, is_complete, is_step, load_events, parents, placer, step_windows
+from torchbenchmark.analyze.trace import Event, is_complete, is_step, parents, placer, step_windows
+from torchbenchmark.results.files import read_inside
 
 TOP_OPS = 10  # ops listed per case, those that moved most first
 
@@ -63,8 +65,15 @@ def trace_ops(events: Sequence[Event]) -> TraceOps:
     return TraceOps(steps, per_step(self_us), per_step(total_us), per_step(calls), kinds)
 
 
-def read_trace_ops(path: str | Path) -> TraceOps:
-    return trace_ops(load_events(path))
+def read_trace_ops(root: Path, name: str) -> TraceOps:
+    """The ops of the light trace a record names ``name`` under its folder ``root``, read as data from elsewhere:
+    StorageError where the file is not one to read (``results.files.read_inside``), ValueError where it is
+    no trace."""
+    document = json.loads(read_inside(root, name))
+    events = document.get("traceEvents") if isinstance(document, dict) else None
+    if not isinstance(events, list) or not all(isinstance(event, dict) for event in events):
+        raise ValueError("not a Chrome trace: no list of event objects under traceEvents")
+    return trace_ops(events)
 
 
 @dataclasses.dataclass(frozen=True)

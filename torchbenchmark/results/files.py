@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
+import stat
+import zlib
 from pathlib import Path
 from typing import Any
 
 # The temporary name every writer writes under before renaming: ``.<name>.<pid>.partial``.
 PARTIAL_SUFFIX = ".partial"
+# The most a file of another run is read to, decompressed: a light trace of this tool's is a few MB; past
+# this, a file is not one of ours, or is a gzip bomb.
+MOST_READ_BYTES = 512 * 2**20
 
 
 class StorageError(Exception):
@@ -53,6 +59,38 @@ def relative_inside(path: str) -> bool:
     return bool(path) and not path.startswith("/") and ".." not in path.split("/") and "\\" not in path and "\0" not in path
 
 
+def read_inside(root: Path, name: str) -> bytes:
+    """The file a record names ``name`` under its folder ``root``, as ``read_bounded`` reads it; StorageError
+    where it lies outside ``root``, by its name or by a link."""
+    path = root / name
+    if not relative_inside(name) or not path.resolve().is_relative_to(root.resolve()):
+        raise StorageError(f"{path}: lies outside {root}, where the record's files are")
+    return read_bounded(path)
+
+
+def read_bounded(path: Path) -> bytes:
+    """The bytes of the regular file ``path``, decompressed where its name ends ``.gz``; StorageError naming
+    it where it is no regular file (a FIFO or device would hang or never end), holds more than
+    ``MOST_READ_BYTES``, or cannot be read whole."""
+    most = MOST_READ_BYTES
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as error:
+        raise StorageError(f"{path}: cannot be read ({error})") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise StorageError(f"{path}: {'is a folder' if stat.S_ISDIR(mode) else 'not a regular file'}, not a file to read")
+    with os.fdopen(fd, "rb") as raw:
+        try:
+            data = (gzip.GzipFile(fileobj=raw) if path.name.endswith(".gz") else raw).read(most + 1)
+        except (OSError, EOFError, zlib.error) as error:  # gzip.BadGzipFile is an OSError; a truncated stream, EOFError
+            raise StorageError(f"{path}: cannot be read whole ({type(error).__name__}: {error}); truncated or corrupt?") from None
+    if len(data) > most:
+        raise StorageError(f"{path}: holds more than {most // 2**20} MB, past any file of this tool's")
+    return data
+
+
 def dumps(document: Any) -> str:
     """JSON without NaN or infinity: a figure that is not finite is written as null."""
     return json.dumps(_finite(document), indent=2, allow_nan=False) + "\n"
@@ -71,13 +109,13 @@ def _finite(value: Any) -> Any:
 def load_json(path: Path) -> Any:
     """The JSON document at ``path``; StorageError naming the file when it cannot be read or parsed."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except IsADirectoryError:
-        raise StorageError(f"{path}: is a folder, not a JSON file") from None
-    except (OSError, UnicodeDecodeError) as error:
+        text = read_bounded(path).decode("utf-8")
+    except UnicodeDecodeError as error:
         raise StorageError(f"{path}: cannot be read ({error})") from None
     try:
         document = json.loads(text, parse_constant=_Constant)
+    except RecursionError:
+        raise StorageError(f"{path}: nested deeper than any file of this tool's") from None
     except ValueError as error:
         raise StorageError(f"{path}: not valid JSON ({error}); truncated or corrupt?") from None
     found = _constant_at(document)
