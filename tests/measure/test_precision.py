@@ -56,8 +56,19 @@ def test_relative_error_is_of_each_tensor_against_eager_scale() -> None:
     assert relative_error(eager, eager) == (0.0, True)
     error, finite = relative_error({"logits": torch.tensor([1.0, -2.0, 4.2]), "ids": torch.tensor([1, 2])}, eager)
     assert error == pytest.approx(0.05) and finite
-    assert relative_error(torch.tensor([1.0, float("inf")]), torch.tensor([1.0, 2.0])) == (None, False)
+    assert relative_error(torch.tensor([1.0, float("inf")]), torch.tensor([1.0, 2.0])) == (0.0, False)
     assert relative_error(torch.ones(2), torch.ones(3)) == (None, True)
+
+
+def test_equal_infinities_are_no_error_and_the_finite_rest_is_still_compared() -> None:
+    inf = float("inf")
+    masked = torch.tensor([-inf, 2.0, -inf, 4.0])  # logits with masked places, as eager's
+    assert relative_error(torch.tensor([-inf, 2.0, -inf, 4.0]), masked) == (0.0, True)
+    error, finite = relative_error(torch.tensor([-inf, 2000.0, -inf, 4000.0]), masked)  # 1000x off, masks kept
+    assert error == pytest.approx(999.0) and finite
+    assert relative_error(torch.tensor([inf, 2.0, -inf, 4.0]), masked)[1] is False  # an infinity of the other sign
+    assert relative_error(torch.tensor([-inf, float("nan"), -inf, 4.0]), masked)[1] is False  # NaN where eager is finite
+    assert relative_error(torch.tensor([-inf, -inf]), torch.tensor([-inf, -inf])) == (None, True)  # nothing finite to compare
 
 
 def test_a_16_bit_type_is_native_only_with_its_cpu_flags() -> None:
