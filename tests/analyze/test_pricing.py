@@ -46,6 +46,9 @@ def test_estimate_prices_each_kind_and_the_python_beyond_the_calls_own_gaps() ->
     assert priced.fraction == pytest.approx(0.755)
     assert priced.interval == (pytest.approx(0.755), pytest.approx(0.755))
     assert not verdict.borderline(priced.interval)
+    # Its terms, each named and explained, are what the overhead is made of.
+    assert priced.terms_us == pytest.approx({"call": 100.0, "nested": 75.0, "autograd": 150.0, "python": 430.0})
+    assert sum(priced.terms_us.values()) == pytest.approx(priced.overhead_us) and set(priced.terms_us) <= set(pricing.TERMS)
 
 
 def test_estimate_is_uncapped_and_never_counts_negative_python() -> None:

@@ -250,6 +250,10 @@ def test_a_case_at_two_threads_is_priced_for_two(tmp_path: Path, two_threads: No
     low, high = dispatch.overhead_interval
     assert low <= dispatch.fraction <= high, dispatch
     assert torch.get_num_threads() == 2  # the case left the threads it found
+    # The estimate's terms sum to the overhead the share is made of, and the row's repr shows them.
+    overhead_us = dispatch.overhead_fraction_uncapped * row.step_time.median_ms * 1e3
+    assert sum(dispatch.terms_us.values()) == pytest.approx(overhead_us, rel=0.01), dispatch.terms_us
+    assert "µs a step = call " in repr(row) and "python" in dispatch.terms_us
 
 
 class RecordsThreads(TinyMLP):

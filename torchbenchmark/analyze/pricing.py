@@ -172,6 +172,20 @@ def _price_rnn(prices: Prices, kind: str, by_name: Mapping[str, Counted], net: M
     return dataclasses.replace(prices, **{f"{kind}_us": setup_us, f"{TIME_STEP_KINDS[kind]}_us": step_us})
 
 
+# The estimate's terms (``Estimate.terms_us``), each in one line: what it counts, and at what price.
+TERMS = {
+    "call": "top-level op calls (from Python: the model, the loss, the optimizer) x the price of a call",
+    "nested": "ops dispatched inside another op or an autograd node x the price of a nested op",
+    "autograd": "autograd engine nodes run by backward x the price of a node",
+    "rnn": "oneDNN RNN layer calls x the price of building the layer's primitive",
+    "rnn_backward": "oneDNN RNN layer backward calls x the price of building its primitive",
+    "conv": "oneDNN convolution calls x the price of building the convolution's primitive",
+    "rnn_step": "RNN time steps x the price of a time step at nil width",
+    "rnn_backward_step": "RNN backward time steps x the price of a backward time step at nil width",
+    "python": "Python between ops that made no op event: the step's least gap, warm, less a bare loop's gaps",
+}
+
+
 @dataclasses.dataclass(frozen=True)
 class Estimate:
     """The overhead of an average step, priced per kind of event, and its share of the step."""
@@ -182,6 +196,7 @@ class Estimate:
     overhead_us: float  # per step, all kinds and the Python time
     fraction: float  # overhead over the median step time, uncapped
     interval: tuple[float, float]  # lowest and highest fraction the spreads allow
+    terms_us: dict[str, float] = dataclasses.field(default_factory=dict)  # what overhead_us is made of, by TERMS, per step
 
 
 def _overhead_us(events: Mapping[str, float], python_gap_us: float, prices: Prices, step_gap_us: float) -> tuple[float, float]:
@@ -244,7 +259,9 @@ def estimate(
     least_gap, median_gap = events.least_gap_us, events.median_python_gap_us
     step_gap = calibration.step_gap_us
     warm_gap = warmth.warm_gap_us(least_gap)
-    overhead_us, python_us = _overhead_us(per_step, warm_gap, calibration.prices, step_gap)
+    prices = calibration.prices
+    overhead_us, python_us = _overhead_us(per_step, warm_gap, prices, step_gap)
+    terms_us = {kind: per_step[kind] * prices.of(kind) for kind in PRICED_KINDS if per_step[kind]} | {"python": python_us}
     low_gap = 0.0 if threads > 1 else warm_gap
     low_us = min(_overhead_us(per_step, low_gap, p, step_gap)[0] for p in calibration.repeats)
     # The top of the interval takes the gap as measured: the cold factor is itself an estimate.
@@ -258,6 +275,7 @@ def estimate(
         overhead_us,
         overhead_us / (step_ms * 1e3),
         (low_us / (step_high_ms * 1e3), high_us / (step_low_ms * 1e3)),
+        terms_us,
     )
 
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from torchbenchmark.analyze.pricing import TERMS
 from torchbenchmark.report.explain import attribution_html, bound_text, case_against
 from torchbenchmark.report.format import Column, number, render_columns_html, significant
 from torchbenchmark.report.html import badge, escape, key_values, link
 from torchbenchmark.report.plots import case_id, label
 from torchbenchmark.report.summary import flop_figure
 from torchbenchmark.results.records import Summary, differs
-from torchbenchmark.results.schema import PHASES, CaseResult, Status
+from torchbenchmark.results.schema import PHASES, CaseResult, Status, terms_text
 
 TOP_OPS_SHOWN = 8
 
@@ -173,6 +174,15 @@ def _dispatch_text(row: CaseResult) -> str:
             f"{100 * dispatch.overhead_fraction:.1f}% at {dispatch.per_op_overhead_us:.2f} µs/op")  # fmt: skip
 
 
+def terms_html(row: CaseResult) -> str:
+    """The estimate's terms, each with what it counts (``analyze.pricing.TERMS``); blank without terms."""
+    if not terms_text(row):
+        return ""
+    terms = row.dispatch.terms_us or {} if row.dispatch else {}
+    items = "".join(f"<li>{escape(f'{name} {us:.3g} µs: {TERMS.get(name, name)}')}</li>" for name, us in terms.items())
+    return f"{escape(terms_text(row))}<ul>{items}</ul>"
+
+
 def time_split_text(row: CaseResult) -> str:
     """Where the measured steps' wall time went, by what the kernel saw."""
     split = row.time_split
@@ -218,6 +228,7 @@ def case_article(summary: Summary, row: CaseResult) -> str:
         ("phases", _phases_text(row)),
         ("profiler distortion", _distortion_text(row)),
         ("dispatch", _dispatch_text(row)),
+        ("overhead terms", terms_html(row)),
         ("removing the overhead", escape(bound_text(row))),
         ("against the eager bound", escape(case_against(summary, row))),
         ("measurement", escape(_measurement_text(row))),

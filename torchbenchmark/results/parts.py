@@ -175,6 +175,9 @@ class Dispatch(Record):
     cold_factor: float | None = json_field(default=None, bound=NON_NEGATIVE)  # the real gap over the warm gap priced
     warm_gap_us: float | None = json_field(default=None, bound=NON_NEGATIVE)  # the step's gap replayed (measure.replay)
     scaling: Scaling | None = None  # the second estimate, by batch-size scaling, when asked for
+    # The CPU estimate's terms, µs per step by name (analyze.pricing.TERMS): they sum to the overhead the
+    # uncapped share is made of, overhead_fraction_uncapped x the median step.
+    terms_us: dict[str, float] | None = json_field(default=None, bound=NON_NEGATIVE)
 
     @property
     def fraction(self) -> float:

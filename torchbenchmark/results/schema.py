@@ -165,7 +165,8 @@ class CaseResult(Record):
         return f"{head}: {figures}"
 
     def __repr__(self) -> str:
-        return f"CaseResult({self.headline()})"
+        """The headline, and what the estimate's overhead is made of (``Dispatch.terms_us``)."""
+        return f"CaseResult({self.headline()}{'; ' + terms_text(self) if terms_text(self) else ''})"
 
     @classmethod
     def failed(
@@ -183,6 +184,14 @@ class CaseResult(Record):
                 shown = " ".join(str(data.get(name, "?")) for name in ("model", "mode", "device"))
                 raise SchemaError(f"{where or 'row ' + shown} has no {', '.join(missing)}")
         return decode_object(cls, data, where)  # type: ignore[no-any-return]
+
+
+def terms_text(row: CaseResult) -> str:
+    """``overhead 212 µs a step = call 120 + nested 40 + python 52``; blank for a row without terms."""
+    terms = row.dispatch.terms_us if row.dispatch is not None else None
+    if not terms:
+        return ""
+    return f"overhead {sum(terms.values()):.3g} µs a step = " + " + ".join(f"{name} {us:.3g}" for name, us in terms.items())
 
 
 def processes_apart(medians_ms: tuple[float, ...]) -> float:

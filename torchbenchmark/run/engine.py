@@ -319,6 +319,7 @@ def analyse(spec: CaseSpec, measured: Measured, out_dir: Path, meta: ModelMeta) 
         cold_factor=priced.cold,
         warm_gap_us=None if warm is None else warm.gap_us,
         scaling=scaling,
+        terms_us=None if on_gpu else priced.terms_us,
     )
     phases = light.phases_pct if meta.annotated else None
     return Analysed(light, dispatch, Distortion(distortion["light"], distortion.get("detailed")), phases, gpu, priced.overhead_us)
