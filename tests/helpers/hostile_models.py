@@ -7,6 +7,7 @@ import errno
 import os
 from typing import Any
 
+import torch
 from torch import nn
 
 from tests.helpers.faulty_models import Healthy, _meta
@@ -45,3 +46,20 @@ class EscapesInError(Healthy):
 
     def train_step(self, inputs: Any) -> None:
         raise RuntimeError(f"boom {ESCAPES} done")
+
+
+class WaitsForItsOwnWrite(Healthy):
+    """Each step writes a count into a tensor in place, then waits in Python until it reads it back: under the
+    warm replay (``measure.replay``) the write is not made, and the wait reaches no op to check a deadline at."""
+
+    meta = _meta("waits_for_its_own_write")
+    steps = 0
+
+    def eval_step(self, inputs: Any) -> None:
+        WaitsForItsOwnWrite.steps += 1
+        flag = torch.zeros(1)
+        flag.copy_(torch.tensor(float(WaitsForItsOwnWrite.steps)))
+        seen = flag.numpy()  # the tensor's memory, read with no op
+        while seen[0] != WaitsForItsOwnWrite.steps:
+            pass
+        super().eval_step(inputs)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -150,3 +151,16 @@ def test_an_rnn_step_at_two_threads_has_its_time_steps_priced_at_two(tmp_path: P
     assert row["status"] == "ok", row["error"]
     assert row["dispatch"]["warm_gap_us"] > 0 and row["timings_s"]["rnn threads"] > 0
     assert "an RNN time step costs" in (tmp_path / row["log"]).read_text()
+
+
+def test_the_watchdog_stops_a_loop_that_reaches_no_op_and_leaves_nothing_pending() -> None:
+    from torchbenchmark.measure.replay import Abandoned, watchdog
+
+    with pytest.raises(Abandoned), watchdog(0.2):
+        while True:  # a step waiting for a value no replayed op writes
+            pass
+    with watchdog(0.05):
+        pass
+    deadline = time.monotonic() + 0.3
+    while time.monotonic() < deadline:  # a shot left pending by the block above would be raised here
+        pass

@@ -19,6 +19,7 @@ from torchbenchmark.results.schema import (
     MIN_STEPS_FOR_SPREAD,
     UNTRUSTWORTHY_IQR_FRACTION,
     CaseResult,
+    CompileReport,
     Measurement,
     Samples,
     StepTime,
@@ -184,6 +185,10 @@ def test_other_work_beside_a_case_whose_threads_did_not_wait_and_whose_steps_agr
         (split(waiting_pct=45.0, kept=2), "contended: its threads waited 45% of the step for a CPU (machine CPU pressure 30%)"),
         (split(waiting_pct=45.0, kept=2, other_work_pct=None), "contended: its threads waited 45% of the step"),
         (split(profiled_waiting_pct=50.0), "contended while profiled: its threads waited 50% of the profiled step for a CPU"),
+        (
+            split(waiting_pct=150.0, kept=2),  # two threads waiting at once: their waits add up past the step
+            "contended: its threads waited 150% of the step for a CPU, summed over its threads (machine CPU pressure 30%)",
+        ),
     ],
 )
 def test_a_case_whose_own_threads_waited_for_a_cpu_is_still_marked_contended(time_split: TimeSplit, reason: str) -> None:
@@ -219,3 +224,11 @@ def test_a_marked_row_carries_its_reasons_in_the_summary_json_the_run_record_and
     assert clean["untrustworthy_reasons"] == []
     forged = CaseResult.from_dict({**clean, "untrustworthy_reasons": ["forged"]})  # read back, they are the row's own
     assert forged.untrustworthy_reasons == () and "untrustworthy_reasons" not in forged.extra
+
+
+def test_a_compiled_row_that_compiled_nothing_says_it_ran_eager() -> None:
+    report = CompileReport("inductor", "default", 1.5, 0, 0, (), 0, (0.67,))
+    fell_back = dataclasses.replace(row(), variant="inductor", compile=report, speedup_vs_eager=0.67)
+    assert fell_back.headline().endswith("0.67x eager (nothing compiled: it ran eager)")
+    compiled = dataclasses.replace(fell_back, compile=dataclasses.replace(report, graphs=1))
+    assert compiled.headline().endswith("0.67x eager")

@@ -24,6 +24,7 @@ from torchbenchmark.cli.sweep import build_parser
 from torchbenchmark.contract import BatchSizes, BenchmarkModel, ModelMeta
 from torchbenchmark.measure import calibration as dispatch
 from torchbenchmark.measure import harness
+from torchbenchmark.report.summary import note
 from torchbenchmark.results.spec import Budget
 from torchbenchmark.run.case import worker_environment as _worker_environment
 from torchbenchmark.run.failures import OUT_OF_MEMORY_HINT, describe_failure
@@ -278,3 +279,32 @@ def test_the_case_runs_at_the_threads_its_spec_records_and_gives_the_process_its
     assert row.status == "ok", row.error
     assert RecordsThreads.seen and set(RecordsThreads.seen) == {1}, RecordsThreads.seen
     assert after == 2
+
+
+class NoRoomAtBatchOne(TinyMLP):
+    """Runs at its own batch (4) and at 2; at batch 1 its inputs cannot be made, as if memory ran out."""
+
+    def make_inputs(self, batch_size: int, mode: str, generator: torch.Generator) -> Any:
+        if batch_size == 1:
+            raise RuntimeError("DefaultCPUAllocator: not enough memory: you tried to allocate 1099511627776 bytes")
+        return super().make_inputs(batch_size, mode, generator)
+
+
+@pytest.mark.slow
+def test_a_scaling_batch_that_fails_is_a_note_and_the_case_keeps_its_figures(tmp_path: Path) -> None:
+    row = diagnose(NoRoomAtBatchOne, "eval", out_dir=tmp_path, budget=QUICK, detailed=False, scaling=True)
+    assert row.status == "ok" and row.step_time is not None and row.dispatch is not None, row.error
+    assert row.dispatch.scaling_failed.startswith("failed at batch 1: "), row.dispatch.scaling_failed
+    assert row.dispatch.scaling is not None and row.dispatch.scaling.batch_sizes == (2, 4)  # fitted on what ran
+    assert f"scaling: {row.dispatch.scaling_failed}" in note(row)
+
+
+@pytest.mark.slow
+def test_a_replay_that_never_reaches_an_op_is_abandoned_and_the_case_keeps_its_figures(tmp_path: Path) -> None:
+    """In a sweep, under its timeout: without the watchdog the case sat replaying until it timed out, its figures lost."""
+    spec = f"{ROOT / 'tests' / 'helpers' / 'hostile_models.py'}:WaitsForItsOwnWrite"
+    out = tmp_path / "out"
+    assert cli.main(["--models", spec, "--modes", "eval", "--out", str(out), "--timeout", "180", *FAST]) == 0
+    (row,) = json.loads((out / "summary.json").read_text())["results"]
+    assert row["status"] == "ok" and row["dispatch"]["warm_gap_us"] is None, row.get("error")
+    assert "no warm replay" in (out / row["log"]).read_text()

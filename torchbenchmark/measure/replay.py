@@ -17,10 +17,13 @@ are not the caches' doing.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import dataclasses
 import math
+import threading
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +118,37 @@ class Replay(TorchDispatchMode):
 def _layout(tensor: torch.Tensor) -> tuple[Any, ...]:
     strides = tensor.stride() if tensor.layout == torch.strided else None  # a sparse tensor has none
     return tensor.shape, tensor.dtype, tensor.layout, strides
+
+
+WATCHDOG_GRACE_S = 5.0  # past the replay's own deadline, the watchdog's: for a step that never reaches an op
+
+
+@contextlib.contextmanager
+def watchdog(seconds: float) -> Iterator[None]:
+    """``Abandoned`` raised in this thread once ``seconds`` have passed, wherever its Python is.
+
+    The replay checks its deadline at each op; a step that loops in Python until a value changes, a value
+    an op replayed never writes, reaches no op and would loop until the case's timeout took every figure
+    the case had measured. A timer thread hands this one the exception (``PyThreadState_SetAsyncExc``),
+    which Python raises at its next bytecode; one left pending as the block ends is withdrawn.
+    """
+    target, lock, done = ctypes.c_ulong(threading.get_ident()), threading.Lock(), threading.Event()
+
+    def fire() -> None:
+        with lock:
+            if not done.is_set():
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(target, ctypes.py_object(Abandoned))
+
+    timer = threading.Timer(seconds, fire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        with lock:
+            done.set()
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(target, None)  # withdraw a shot not yet taken
 
 
 def deadline_s(step_ms: float, sessions: int) -> float:

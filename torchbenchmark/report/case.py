@@ -11,6 +11,7 @@ from torchbenchmark.report.format import Column, number, render_columns_html, si
 from torchbenchmark.report.html import badge, escape, key_values, link
 from torchbenchmark.report.plots import case_id, label
 from torchbenchmark.report.summary import flop_figure
+from torchbenchmark.results.kinds import summed
 from torchbenchmark.results.records import Summary, differs
 from torchbenchmark.results.schema import PHASES, CaseResult, Status, terms_text
 
@@ -188,7 +189,7 @@ def time_split_text(row: CaseResult) -> str:
     split = row.time_split
     if split is None:
         return ""
-    text = f"on a CPU {split.on_cpu_pct:.0f}%, waiting for a CPU {split.waiting_pct:.0f}%, blocked {split.blocked_pct:.0f}%"
+    text = f"on a CPU {split.on_cpu_pct:.0f}%, waiting for a CPU {split.waiting_pct:.0f}%{summed(split.waiting_pct)}, blocked {split.blocked_pct:.0f}%"
     if split.steps_kept < split.steps_measured:
         text += f"; {split.steps_kept} of {split.steps_measured} steps ran with no wait and make the step time"
     machine = [f"CPU pressure {split.pressure_pct:.0f}%"] if split.pressure_pct is not None else []

@@ -54,6 +54,8 @@ def note(result: CaseResult) -> str:
         notes.append(f"scaling disagrees: bound {100 * dispatch.scaling.fraction_upper:.1f}%")
     if dispatch is not None and dispatch.scaling is not None:
         notes.extend(_crossover(dispatch.scaling))
+    if dispatch is not None and dispatch.scaling_failed:
+        notes.append(f"scaling: {dispatch.scaling_failed}")
     split = result.time_split
     if split is not None and not reasons and split.steps_kept < split.steps_measured:
         notes.append(f"{split.steps_measured - split.steps_kept} of {split.steps_measured} steps left out: their threads waited for a CPU")

@@ -92,3 +92,8 @@ class Record:
     @classmethod
     def from_dict(cls, data: Any, where: str = "") -> Any:
         return decode_object(cls, data, where)
+
+
+def summed(wait_pct: float) -> str:
+    """What a wait above 100% of the step is: the waits of several threads at once, added up."""
+    return ", summed over its threads" if wait_pct > 100.5 else ""

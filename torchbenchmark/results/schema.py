@@ -28,21 +28,17 @@ from torchbenchmark.results.kinds import (
     format_ms,
 )
 from torchbenchmark.results.parts import (
-    Accuracy,
     Attribution,
-    CompileReport,
     Costs,
     Dispatch,
     Distortion,
     Distributed,
     GpuEvidence,
-    GraphBreak,
     Instructions,
     Measurement,
     OverheadBound,
     OverheadShare,
     RankFigures,
-    RemedyReport,
     Samples,
     Scaling,
     StepTime,
@@ -52,6 +48,7 @@ from torchbenchmark.results.parts import (
     Warmup,
     enough_clean,
 )
+from torchbenchmark.results.variant_parts import Accuracy, CompileReport, GraphBreak, RemedyReport
 
 
 class Case(Protocol):
@@ -158,6 +155,8 @@ class CaseResult(Record):
             figures += f", most in {top.name} ({top.pct_of_estimate:.0f}%)"
         if self.speedup_vs_eager is not None:
             figures += f", {self.speedup_vs_eager:.2f}x eager"
+            if self.compile is not None and self.compile.graphs == 0:
+                figures += " (nothing compiled: it ran eager)"
         if self.untrustworthy_reasons:
             figures += f"; UNTRUSTWORTHY: {'; '.join(self.untrustworthy_reasons)}"
         if self.costs is not None and self.costs.flops_partial:

@@ -25,7 +25,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -33,13 +33,9 @@ from torchbenchmark.registry import meta_of, model_class
 from torchbenchmark.report.format import plural
 from torchbenchmark.results.schema import CaseResult, Status
 from torchbenchmark.results.spec import CaseRequest, CaseSpec
+from torchbenchmark.run.progress import Announce, silent
 
 log = logging.getLogger(__name__)
-Announce = Callable[[str], None]
-
-
-def _silent(_: str) -> None:
-    pass
 
 
 # Each rank's progress, in order: a hung case is blamed on the rank that got least far.
@@ -82,7 +78,7 @@ def result_path(scratch: Path) -> Path:
     return scratch / "result.json"
 
 
-def run_case(spec: CaseSpec, out_dir: Path, announce: Announce = _silent, started_at: float | None = None) -> CaseResult:
+def run_case(spec: CaseSpec, out_dir: Path, announce: Announce = silent, started_at: float | None = None) -> CaseResult:
     """Run ``spec`` as DistributedDataParallel with ``spec.world_size`` ranks on this machine.
 
     ``started_at`` (a ``time.time()``) is when the case's timeout began, the process's start by default:

@@ -10,7 +10,7 @@ import dataclasses
 import logging
 import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -58,27 +58,9 @@ from torchbenchmark.results.schema import (
 from torchbenchmark.results.spec import CaseSpec
 from torchbenchmark.run import outdir
 from torchbenchmark.run.failures import describe_failure
+from torchbenchmark.run.progress import Announce, Laps, silent
 
 log = logging.getLogger(__name__)
-Announce = Callable[[str], None]
-
-
-def _silent(_: str) -> None:
-    pass
-
-
-class Laps:
-    """Where a case's wall time goes, lap by lap; each phase is announced as it starts."""
-
-    def __init__(self, announce: Announce = _silent) -> None:
-        self.timings: dict[str, float] = {}
-        self.announce = announce
-        self._clock = self.began = time.perf_counter()
-
-    def __call__(self, name: str) -> None:
-        now = time.perf_counter()
-        self.timings[name] = round(now - self._clock, 3)
-        self._clock = now
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +74,7 @@ class Measured:
     compile: CompileReport | None = None  # a compiled variant: its cost and its speedup over eager
     costs: Costs | None = None  # taken with the profiles, once per case
     scaling_step_ms: dict[int, float] | None = None  # --scaling: median step at each smaller batch
+    scaling_failed: str | None = None  # --scaling: the batch it could not run, and why
     remedy: RemedyReport | None = None  # a precision or layout variant: how it ran and compared with eager
     warm: replay.Warm | None = None  # the step replayed warm
     instructions: Instructions | None = None  # --instructions: the step counted under callgrind, or why not
@@ -111,7 +94,7 @@ class Analysed:
 
 
 def diagnose(
-    spec: CaseSpec, out_dir: Path, cls: type | None = None, config: Mapping[str, Any] | None = None, announce: Announce = _silent
+    spec: CaseSpec, out_dir: Path, cls: type | None = None, config: Mapping[str, Any] | None = None, announce: Announce = silent
 ) -> CaseResult:
     """Run the single-process case ``spec`` describes in this process, at its threads; ``cls`` stands for ``spec.model``."""
     name = spec.model if cls is None else getattr(cls, "__name__", spec.model)
@@ -232,19 +215,33 @@ def _profile(
         calibration = calibration.with_rnn_step_added(extra_us)
         log.info("%s %s: an RNN time step costs %.2f µs more at %d threads than at one", spec.model, spec.mode, extra_us, threads)
         laps("rnn threads")
-    scaling_step_ms = None
+    scaling_step_ms, scaling_failed = None, None
     batches = pricing.scaling_batch_sizes(measured.batch_size or 1, up=meta_of(cls).scale_batch_up) if spec.scaling else []
     if len(batches) >= 2:
         del model  # one build at a time, not two models in memory
         laps.announce("scaling")
-        budget = pricing.scaling_budget(spec.budget)
-        scaling_step_ms = {
-            b: characterise(_build(cls, spec, b, config), spec.mode, budget, Pace.on(device)).steps.median_ms for b in batches
-        }
+        scaling_step_ms, scaling_failed = _scaled(cls, spec, config, batches, device, measured.batch_size or 1)
         laps("scaling")
     return dataclasses.replace(
-        measured, calibration=calibration, profiles=profiles, costs=costs, scaling_step_ms=scaling_step_ms, warm=warm
-    )
+        measured, calibration=calibration, profiles=profiles, costs=costs, scaling_step_ms=scaling_step_ms, warm=warm,
+        scaling_failed=scaling_failed,
+    )  # fmt: skip
+
+
+def _scaled(
+    cls: type, spec: CaseSpec, config: Mapping[str, Any] | None, batches: list[int], device: torch.device, own: int
+) -> tuple[dict[int, float], str | None]:
+    """The median step at each of ``batches``, nearest the case's ``own`` first, up to the first that fails, and
+    why it failed: the case's figures stand whatever a batch it was not asked for does (out of memory at a larger one)."""
+    step_ms: dict[int, float] = {}
+    for batch in sorted(batches, key=lambda b: abs(b - own)):
+        try:
+            step_ms[batch] = characterise(
+                _build(cls, spec, batch, config), spec.mode, pricing.scaling_budget(spec.budget), Pace.on(device)
+            ).steps.median_ms
+        except Exception as error:
+            return step_ms, f"failed at batch {batch}: {describe_failure(error, spec.mode)[1]}"
+    return step_ms, None
 
 
 def _replayed(spec: CaseSpec, model: Any, folder: Path, median_ms: float, laps: Laps) -> replay.Warm | None:
@@ -255,9 +252,11 @@ def _replayed(spec: CaseSpec, model: Any, folder: Path, median_ms: float, laps: 
     laps.announce("replaying the step warm")
     sessions = spec.budget.replay_sessions
     paths = [folder / f".{outdir.spec_stem(spec)}-replay{session}{outdir.TRACE_SUFFIX}" for session in range(sessions)]
-    watching = replay.Replay(deadline_s=replay.deadline_s(median_ms, sessions), watch=SETUP_OPS)
+    deadline_s = replay.deadline_s(median_ms, sessions)
+    watching = replay.Replay(deadline_s=deadline_s, watch=SETUP_OPS)
     try:
-        return replay.warm_reading(model, spec.mode, paths, watching)
+        with replay.watchdog(deadline_s + replay.WATCHDOG_GRACE_S):
+            return replay.warm_reading(model, spec.mode, paths, watching)
     except Exception as error:  # a step that refuses the mode, or checks values a replay does not keep
         log.warning("%s %s: no warm replay, the cold factor alone stands: %s: %s", spec.model, spec.mode, type(error).__name__, error)
         return None
@@ -319,6 +318,7 @@ def analyse(spec: CaseSpec, measured: Measured, out_dir: Path, meta: ModelMeta) 
         cold_factor=priced.cold,
         warm_gap_us=None if warm is None else warm.gap_us,
         scaling=scaling,
+        scaling_failed=measured.scaling_failed,
         terms_us=None if on_gpu else priced.terms_us,
     )
     phases = light.phases_pct if meta.annotated else None

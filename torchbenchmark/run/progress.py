@@ -12,10 +12,32 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 from tqdm import tqdm
 
 from torchbenchmark.report.format import escape_controls
+
+Announce = Callable[[str], None]  # says which phase a case has begun
+
+
+def silent(_: str) -> None:
+    pass
+
+
+class Laps:
+    """Where a case's wall time goes, lap by lap; each phase is announced as it starts."""
+
+    def __init__(self, announce: Announce = silent) -> None:
+        self.timings: dict[str, float] = {}
+        self.announce = announce
+        self._clock = self.began = time.perf_counter()
+
+    def __call__(self, name: str) -> None:
+        now = time.perf_counter()
+        self.timings[name] = round(now - self._clock, 3)
+        self._clock = now
+
 
 PHASE_MARKER = "[torchbenchmark] phase: "
 _MARKER = PHASE_MARKER.encode()
@@ -74,13 +96,13 @@ class Progress:
         self._shown_phase = ""
 
     def start(self, case: str) -> None:
-        self.case = escape_controls(case)
+        self.case = escape_controls(case, one_line=True)
         self._shown_phase = ""
         self.bar.set_postfix_str(self.case)
 
     def phase(self, phase: str, seconds: float) -> None:
         """The running case is in ``phase`` for ``seconds``: shown live, or printed once per phase."""
-        phase = escape_controls(phase)
+        phase = escape_controls(phase, one_line=True)
         if self.live:
             self.bar.set_postfix_str(f"{self.case}: {phase} ({seconds:.0f} s)")
         elif phase != self._shown_phase:
@@ -90,7 +112,7 @@ class Progress:
     def finish(self, headline: str) -> None:
         self.done += 1
         self.bar.update()
-        headline = escape_controls(headline)
+        headline = escape_controls(headline, one_line=True)
         if self.live:
             self.bar.write(headline, file=sys.stderr)
         elif self.enabled:

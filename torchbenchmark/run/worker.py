@@ -24,7 +24,7 @@ from torchbenchmark.results.files import write_atomic  # noqa: E402
 from torchbenchmark.results.schema import CaseResult  # noqa: E402
 from torchbenchmark.results.spec import CaseRequest, CaseSpec  # noqa: E402
 from torchbenchmark.run import ddp, engine  # noqa: E402
-from torchbenchmark.run.progress import announce  # noqa: E402
+from torchbenchmark.run.progress import announce, silent  # noqa: E402
 
 
 def run_in_process(
@@ -32,7 +32,7 @@ def run_in_process(
     out_dir: Path,
     cls: type | None = None,
     config: Mapping[str, Any] | None = None,
-    say: Callable[[str], None] = engine._silent,
+    say: Callable[[str], None] = silent,
     started_at: float | None = None,
 ) -> CaseResult:
     """The case ``spec`` describes, run from this process: DDP ranks when ``spec.world_size`` is above 1.
