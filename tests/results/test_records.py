@@ -11,12 +11,13 @@ import pytest
 
 from tests.helpers.stand_ins import machinery
 from torchbenchmark.analyze import pooling
+from torchbenchmark.analyze.bound import bound_of
 from torchbenchmark.api import load_summary
 from torchbenchmark.report.summary import render_text
 from torchbenchmark.results import files, records
 from torchbenchmark.results.files import StorageError
 from torchbenchmark.results.records import RunRecord
-from torchbenchmark.results.schema import CaseResult, Costs, Samples, StepTime
+from torchbenchmark.results.schema import CaseResult, Costs, Dispatch, Samples, StepTime
 from torchbenchmark.run import outdir, sweep
 from torchbenchmark.run.sweep import SweepOptions, run_sweep
 
@@ -255,6 +256,13 @@ def test_repeat_and_pool_time_a_case_alike() -> None:
     assert repeated.step_time == StepTime(20.0, 1.0, 9.0, 30)
     assert repeated.samples.process_medians_ms == (10.0, 20.0, 30.0)
     assert (repeated.costs.achieved_gflops, repeated.costs.samples_per_s, repeated.costs.pct_of_peak) == (50.0, 200.0, 25.0)
+    # What is drawn from the step time is redrawn at the pooled median: the overhead (µs a step) stays.
+    priced = dataclasses.replace(first, dispatch=Dispatch("dispatch-bound", 0.6, 100, 2.0, 1.0, 0.6, (0.45, 0.7), True))
+    priced = dataclasses.replace(priced, bound=bound_of(10.0, priced.dispatch))
+    pooled = pooling.pool_processes(priced, [priced, *processes[1:]])
+    assert pooled.dispatch.fraction == pytest.approx(0.3) and pooled.dispatch.overhead_interval == pytest.approx((0.225, 0.35))
+    assert (pooled.dispatch.verdict, pooled.dispatch.borderline) == ("mixed", False)  # 22-35%: mixed whatever the rerun
+    assert pooled.bound == bound_of(20.0, pooled.dispatch) and pooled.bound.overhead_free_ms == pytest.approx(14.0)
     # A process that failed ends the case: its row, with the samples of the processes before it.
     failed = pooling.combine_repeats([first, timed_row("a", (), status="failed"), processes[2]])
     assert failed.status == "failed" and failed.samples.process_medians_ms == (10.0,)

@@ -1,8 +1,9 @@
 """One case timed by several processes: a run's ``--repeat`` processes, or the runs that took turns (``--pool``).
 
 The unit of replication is the process: a pooled row's step time is the median of its processes'
-medians, its IQR the median of theirs, its least step the least of all. The profile, verdict and costs
-stay the profiling process's, its per-second costs moved to the pooled median.
+medians, its IQR the median of theirs, its least step the least of all. The profile and the overhead it
+priced (µs a step) stay the profiling process's; what is drawn from the step time, the overhead's share and
+verdict, the bound and the per-second costs, is redrawn at the pooled median (``analyze.costs.with_step_time``).
 """
 
 from __future__ import annotations
