@@ -115,3 +115,48 @@ def test_merge_refusals_take_no_lock(sweeps: Sweeps, capsys: pytest.CaptureFixtu
     assert sweeps.cli("merge", str(s1), str(sweeps.root / "nothing"), "--out", str(merged)) == 2
     one_line_error(capsys.readouterr().err, "no such file or folder")
     assert md5s(sweeps.root) == before and list(merged.iterdir()) == []
+
+
+def test_merge_refuses_shards_of_another_torch_or_torchbenchmark(sweeps: Sweeps, capsys: pytest.CaptureFixture[str]) -> None:
+    s1, s2 = shards(sweeps)
+    (record,) = (s2 / "runs").glob("*.json")
+    data = json.loads(record.read_text())
+    data["environment"]["torch"] = "2.0.0"
+    record.write_text(json.dumps(data))
+    merged = sweeps.root / "merged"
+    before = md5s(sweeps.root)
+    for extra in ([], ["--keep-latest"]):
+        assert sweeps.cli("merge", str(s1), str(s2), "--out", str(merged), *extra) == 2
+        one_line_error(capsys.readouterr().err, "torch 2.0.0", "merge shards of one version")
+    assert md5s(sweeps.root) == before and not merged.exists()
+
+
+def test_merge_copies_every_file_of_a_case_each_under_a_temporary_name_first(sweeps: Sweeps, monkeypatch: pytest.MonkeyPatch) -> None:
+    from torchbenchmark.run import merge
+
+    s1, s2 = shards(sweeps)
+    case = s2 / "beta"
+    (case / "train-cpu.overhead_by_module.txt").write_text("by module\n")
+    (case / "train-cpu.repeat1.log").write_text("repeat 1\n")
+    (case / "train-cpu.repeat2.log").write_text("repeat 2\n")
+    merged = sweeps.root / "merged"
+    assert sweeps.cli("merge", str(s1), str(s2), "--out", str(merged)) == 0
+    for name in ("train-cpu.overhead_by_module.txt", "train-cpu.repeat1.log", "train-cpu.repeat2.log"):
+        assert (merged / "beta" / name).read_text() == (case / name).read_text(), name
+    sweeps.capsys.readouterr()
+
+    copied = []
+    real_replace = merge.os.replace
+
+    def interrupted(origin: Path, target: Path) -> None:  # the disk fills on the third copy's rename
+        copied.append(Path(target))
+        if len(copied) == 3:
+            raise OSError(28, "No space left on device")
+        real_replace(origin, target)
+
+    again = sweeps.root / "again"
+    monkeypatch.setattr(merge.os, "replace", interrupted)
+    assert sweeps.cli("merge", str(s1), str(s2), "--out", str(again)) == 1
+    one_line_error(sweeps.capsys.readouterr().err, "cannot write", "No space left on device")
+    assert not copied[2].exists(), "a copy the rename never finished is under its final name"
+    assert not [path for path in again.rglob("*") if path.name.endswith(".partial")]

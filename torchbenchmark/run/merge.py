@@ -1,8 +1,10 @@
 """Merging the outputs of a sweep's shards into one output folder: their records, the files their rows name,
 and the views rebuilt from all the records.
 
-Shards that disagree are refused: records run with different flags, or the same case in two shards, since
-one of two figures would silently win (``keep_latest`` takes the latest row of each case instead). Merging
+Shards that disagree are refused: records run with different flags or on different versions of torch or
+this package, or the same case in two shards, since one of two figures would silently win (``keep_latest``
+takes the latest row of each case instead). Every file of a case is copied, the logs of its ``--repeat``
+processes included, each under a temporary name first. Merging
 follows the sweep's rules for what it writes: every path is checked to resolve under the output folder
 before anything is written, only regular files inside a shard are copied (a link is never followed out of
 one), and a row's path that leaves its shard is dropped, with a warning, so no page links to it.
@@ -20,7 +22,7 @@ from typing import Any
 
 from torchbenchmark.report.format import Column
 from torchbenchmark.report.summary import render_text
-from torchbenchmark.results.files import StorageError, relative_inside
+from torchbenchmark.results.files import StorageError, partial_path, relative_inside
 from torchbenchmark.results.records import RunRecord, Summary, latest_rows, summary_of_records
 from torchbenchmark.results.schema import CaseResult, Traces
 from torchbenchmark.run import outdir
@@ -69,6 +71,27 @@ def _folder_of(path: Path) -> Path:
     if path.is_dir():
         return path
     return path.parent.parent if path.parent.name == outdir.RUNS_DIR else path.parent
+
+
+class VersionsDiffer(MergeConflict):
+    """Shards run on different versions of torch or this package: no flag joins them."""
+
+
+VERSIONS = ("torch", "torchbenchmark")  # a record's environment's: rows of two versions are not one sweep
+
+
+def check_versions(sources: Sequence[Source]) -> None:
+    """Raise MergeConflict if the sources ran on different versions of torch or of this package, which no
+    row would show: the merged header names one version for every row."""
+    seen: dict[tuple[str, ...], Path] = {}
+    for source in sources:
+        for record in source.records:
+            if all(record.environment.get(name) for name in VERSIONS):
+                seen.setdefault(tuple(str(record.environment[name]) for name in VERSIONS), source.path)
+    if len(seen) > 1:
+        (first, where), (other, there) = list(seen.items())[:2]
+        shown = [" ".join(f"{name} {version}" for name, version in zip(VERSIONS, versions)) for versions in (first, other)]
+        raise VersionsDiffer(f"{where} ran on {shown[0]} and {there} on {shown[1]}: merge shards of one version")
 
 
 def check(sources: Sequence[Source]) -> None:
@@ -122,8 +145,17 @@ def _named(row: CaseResult) -> list[str]:
     if row.distributed is not None:
         named += [rank.trace for rank in row.distributed.ranks if rank.trace]
     if row.traces.light and row.traces.light.endswith(outdir.TRACE_SUFFIX):  # named as the light trace
-        named.append(row.traces.light.removesuffix(outdir.TRACE_SUFFIX) + ".top_ops.txt")
+        case_stem = row.traces.light.removesuffix(outdir.TRACE_SUFFIX)
+        named += [outdir.top_ops_name(case_stem), outdir.attribution_name(case_stem)]
     return named
+
+
+def _repeat_logs(folder: Path, row: CaseResult) -> list[str]:
+    """The logs of a row's processes past the first (``--repeat``), which the row does not name, relative to ``folder``."""
+    if not row.log or not row.log.endswith(".log") or not relative_inside(row.log):
+        return []
+    log = Path(row.log)
+    return [str(log.with_name(path.name)) for path in sorted((folder / log.parent).glob(f"{log.stem}.repeat*.log"))]
 
 
 def _clean_row(row: CaseResult) -> tuple[CaseResult, list[str]]:
@@ -153,7 +185,7 @@ def _plan(sources: Sequence[Source], out_dir: Path) -> tuple[list[RunRecord], li
                 row, warnings = _clean_row(row)
                 left_out += warnings
                 rows.append(row)
-                for relative in _named(row):
+                for relative in [*_named(row), *_repeat_logs(source.path, row)]:
                     origin = source.path / relative
                     try:
                         mode = os.lstat(origin).st_mode
@@ -198,10 +230,17 @@ def _check_out(out_dir: Path, inputs: Sequence[Path]) -> None:
 
 
 def _copy(origin: Path, target: Path) -> None:
-    """Copy a shard's regular file; a link put at ``origin`` since it was checked is not followed."""
+    """Copy a shard's regular file under a temporary name, then rename it into place: an interrupted copy
+    leaves no truncated file under the final name. A link put at ``origin`` since it was checked is not followed."""
     fd = os.open(origin, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as stream, outdir.create_new(target) as sink:
-        shutil.copyfileobj(stream, sink)
+    partial = partial_path(target)
+    try:
+        with os.fdopen(fd, "rb") as stream, outdir.create_new(partial) as sink:
+            shutil.copyfileobj(stream, sink)
+        os.replace(partial, target)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
 
 
 def merge(paths: Sequence[str | Path], out_dir: Path, keep_latest: bool = False) -> MergeOutcome:
@@ -213,6 +252,7 @@ def merge(paths: Sequence[str | Path], out_dir: Path, keep_latest: bool = False)
     if out_dir.is_dir() and outdir.read_records(out_dir):  # merging into a folder adds to what it holds
         sources.append(read_source(out_dir))
     sources = _distinct_records(sources)
+    check_versions(sources)
     superseded: tuple[tuple[str, ...], ...] = tuple(sorted(_overlaps(sources))) if keep_latest else ()
     if not keep_latest:
         check(sources)
