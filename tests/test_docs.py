@@ -352,3 +352,11 @@ def test_traces_readme_and_docs_cli_state_the_promises() -> None:
         assert "imported only in a child process" in text
         assert "detached" in text and "SIGKILL" in text
         assert f"at most {MAX_NAME_BYTES} bytes" in text
+
+
+def test_every_schema_version_the_docs_show_is_the_one_written() -> None:
+    from torchbenchmark.results.records import SCHEMA_VERSION
+
+    pages = [ROOT / "traces" / "README.md", *PAGES]
+    shown = {int(found) for page in pages for found in re.findall(r'"schema_version": (\d+)', read(page))}
+    assert shown == {SCHEMA_VERSION}, shown

@@ -58,5 +58,5 @@ def test_a_plugin_named_with_escapes_is_refused_in_one_escaped_line(tmp_path: Pa
     out = tmp_path / "out"
     assert cli.main(["--models", CONTROL_NAME, "--out", str(out), *FAST], machinery(unused, probes=probes)) == 2
     err = capsys.readouterr().err
-    one_line_error(err, "contains a control character", "\\x1b[2J")
+    one_line_error(err, "contains a control, format or separator character", "\\x1b[2J")
     assert "\x1b" not in err and not out.exists()

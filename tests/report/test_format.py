@@ -37,3 +37,24 @@ def test_text_from_a_model_is_printed_with_its_control_characters_escaped(sweeps
     assert "\x1b" not in (a / "summary.txt").read_text()
     rows = {row["model"]: row for row in json.loads((a / "summary.json").read_text())["results"]}
     assert rows["escapes"]["error"] == f"RuntimeError: boom {hostile_models.ESCAPES}"  # kept as it was, in JSON
+
+
+def test_format_and_separator_characters_are_escaped_and_a_line_is_never_split() -> None:
+    from torchbenchmark.report.format import escape_controls
+
+    name = "gpt\u202e2\u200b\u2028x"  # a right-to-left override, a zero-width space, a line separator
+    assert escape_controls(name) == "gpt\\u202e2\\u200b\\u2028x"
+    forged = "most in layer\n[2/2] forged ok"  # a module path with a newline in it
+    assert escape_controls(forged, one_line=True) == "most in layer\\x0a[2/2] forged ok"
+    assert escape_controls("two\nlines\ttabbed") == "two\nlines\ttabbed"  # a document keeps its lines
+    assert escape_controls("naïve — ünïcode µs") == "naïve — ünïcode µs"  # letters and symbols pass
+
+
+def test_a_case_line_holding_a_newline_stays_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from torchbenchmark.run.progress import Progress
+
+    progress = Progress(total=1, enabled=False)
+    progress.start("m eval cpu")
+    progress.finish("m eval cpu: 1 ms/step, most in layer\n[2/2] forged ok")
+    err = capsys.readouterr().err
+    assert err == "[1/1] m eval cpu: 1 ms/step, most in layer\\x0a[2/2] forged ok\n"

@@ -65,9 +65,12 @@ def test_a_name_that_is_not_one_folder_name_is_refused(name: object) -> None:
         check_model_name(name)
 
 
-@pytest.mark.parametrize("name", ["a\x1b[2Jb", "a\x07", "tab\there", "del\x7f", "csi\x9b", "nel\x85", "a\nb"])
+@pytest.mark.parametrize(
+    "name",
+    ["a\x1b[2Jb", "a\x07", "tab\there", "del\x7f", "csi\x9b", "nel\x85", "a\nb", "gpt\u202e2", "gpt\u200b2", "gpt\u20282"],
+)
 def test_a_name_with_a_control_character_is_refused(name: str) -> None:
-    with pytest.raises(outdir.UnsafeNameError, match="contains a control character"):
+    with pytest.raises(outdir.UnsafeNameError, match="contains a control, format or separator character"):
         outdir.check_model_name(name)
 
 

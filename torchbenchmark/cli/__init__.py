@@ -39,7 +39,7 @@ def main(argv: Sequence[str] | None = None, machinery: Machinery | None = None) 
             return listing.show(args.models, args.exclude)
         return sweep.main(args, argv) if machinery is None else sweep.main(args, argv, machinery)
     except UsageError as error:
-        print(f"{PROG}: error: {escape_controls(str(error))}", file=sys.stderr)
+        print(f"{PROG}: error: {escape_controls(str(error), one_line=True)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)

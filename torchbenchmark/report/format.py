@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -26,9 +27,24 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def escape_controls(text: str) -> str:
-    """``text`` with control characters (C0, DEL, C1) shown as escapes: text from a model never drives a terminal."""
-    return "".join(f"\\x{ord(c):02x}" if ord(c) < 0x20 and c not in "\n\t" or 0x7F <= ord(c) < 0xA0 else c for c in text)
+def unsafe_char(c: str) -> bool:
+    """A character that drives a terminal or changes how the text around it reads: a control character (C0,
+    DEL, C1), or a Unicode format or separator character (a zero-width space, a right-to-left override,
+    U+2028), which would make one name look like another or a line end where none is shown."""
+    return ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or unicodedata.category(c) in ("Cf", "Zl", "Zp")
+
+
+def escape_controls(text: str, one_line: bool = False) -> str:
+    """``text`` with every ``unsafe_char`` shown as an escape (``\\x1b``, ``\\u202e``): text from a model never
+    drives a terminal nor passes for other text. Newlines and tabs stay, but for ``one_line`` text: a name
+    or a line of output, where a newline would forge a line of its own."""
+
+    def shown(c: str) -> str:
+        if not unsafe_char(c) or (c in "\n\t" and not one_line):
+            return c
+        return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+
+    return "".join(shown(c) for c in text)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,7 +60,7 @@ class Column:
 
 def render_columns(columns: Sequence[Column], rows: Iterable[Any]) -> str:
     """Any text table of this package: the given columns over the given rows, with tabulate."""
-    cells = [[escape_controls(column.cell(row)) for column in columns] for row in rows]
+    cells = [[escape_controls(column.cell(row), one_line=True) for column in columns] for row in rows]
     return tabulate(
         cells,
         headers=[column.header for column in columns],

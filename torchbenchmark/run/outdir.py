@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO
 
 from torchbenchmark.analyze.pooling import pooled_summary
+from torchbenchmark.report.format import unsafe_char
 from torchbenchmark.report.page import render_report
 from torchbenchmark.report.summary import render_text
 from torchbenchmark.results.files import StorageError, dumps, write_atomic
@@ -120,7 +121,7 @@ def result_path(case_folder: Path, spec: CaseSpec) -> Path:
 
 
 def _has_control(text: str) -> bool:
-    return any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in text)
+    return any(unsafe_char(c) for c in text)
 
 
 def check_model_name(name: object) -> str:
@@ -134,7 +135,7 @@ def check_model_name(name: object) -> str:
     if "\0" in name:
         raise UnsafeNameError(f"model name {shown} contains a NUL character")
     if _has_control(name):
-        raise UnsafeNameError(f"model name {shown} contains a control character")
+        raise UnsafeNameError(f"model name {shown} contains a control, format or separator character")
     if any(sep in name for sep in {"/", os.sep} | ({os.altsep} if os.altsep else set())):
         raise UnsafeNameError(f"model name {shown} contains a path separator")
     if name in (".", ".."):
