@@ -280,6 +280,7 @@ def test_to_dict_and_repr_carry_the_calls() -> None:
     assert data["exit_status"] == 1 and data["counts"] == {"slower": 1}
     assert data["cases"][0]["estimate"]["ratio"] == pytest.approx(1.2)
     assert repr(comparison) == "Comparison(side -> side: 1 slower)"
+    assert repr(comparison.counts()) == "{'slower': 1}"  # words, as printed, not the enum's repr
 
 
 # Exact figures at each boundary of the statistics and of each call (benchmarks/mutation.py holds them to it).

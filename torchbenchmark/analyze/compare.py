@@ -116,11 +116,12 @@ class Comparison:
         sizes = [case.detectable_pct for case in self.cases if case.detectable_pct is not None]
         return statistics.median(sizes) if sizes else None
 
-    def counts(self) -> dict[Call, int]:
+    def counts(self) -> dict[str, int]:
+        """Cases by call, regressions first: ``{"slower": 1, "same": 3}``."""
         counts = dict.fromkeys(Call, 0)
         for case in self.cases:
             counts[case.call] += 1
-        return {call: n for call, n in counts.items() if n}
+        return {str(call): n for call, n in counts.items() if n}
 
     def __repr__(self) -> str:
         tally = ", ".join(f"{n} {call}" for call, n in self.counts().items()) or "nothing compared"

@@ -15,6 +15,7 @@ recorded shapes (``time_steps_per_call``).
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import statistics
 from collections import defaultdict
@@ -159,10 +160,15 @@ def overhead_events(events: Sequence[Event]) -> OverheadEvents:
     for event in events:
         if event.get("ph") == "X" and event.get("cat") == "cpu_op" and "dur" in event and not is_step(event):
             ops_by_thread[thread_of(event)].append(event)
+    for ops in ops_by_thread.values():
+        ops.sort(key=lambda op: float(op["ts"]))
+    starts = {thread: [float(op["ts"]) for op in ops] for thread, ops in ops_by_thread.items()}  # each step's ops by bisection
     counts, gap_lists = [], []
     for step in steps:
         start, end = span(step)
-        ops = [op for op in ops_by_thread.get(thread_of(step), ()) if start <= float(op["ts"]) < end]
+        thread = thread_of(step)
+        at = starts.get(thread, [])
+        ops = ops_by_thread.get(thread, [])[bisect.bisect_left(at, start) : bisect.bisect_left(at, end)]
         count, gaps = _step(ops, start, end)
         counts.append(count)
         gap_lists.append(gaps)
