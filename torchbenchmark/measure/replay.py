@@ -130,13 +130,18 @@ def watchdog(seconds: float) -> Iterator[None]:
     The replay checks its deadline at each op; a step that loops in Python until a value changes, a value
     an op replayed never writes, reaches no op and would loop until the case's timeout took every figure
     the case had measured. A timer thread hands this one the exception (``PyThreadState_SetAsyncExc``),
-    which Python raises at its next bytecode; one left pending as the block ends is withdrawn.
+    which Python raises at its next call or loop. Once the block has ended no shot is fired, and one fired
+    as it ended is taken here, never at some later line of the caller's. Nothing is withdrawn: withdrawing
+    (``SetAsyncExc`` with NULL) leaves the interpreter's eval breaker set, every later call on its slow path.
     """
-    target, lock, done = ctypes.c_ulong(threading.get_ident()), threading.Lock(), threading.Event()
+    target, lock = ctypes.c_ulong(threading.get_ident()), threading.Lock()
+    fired: list[bool] = []  # a list, not an Event: reading it here makes no Python call, where a shot could land
+    closed: list[bool] = []
 
     def fire() -> None:
         with lock:
-            if not done.is_set():
+            if not closed:
+                fired.append(True)
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(target, ctypes.py_object(Abandoned))
 
     timer = threading.Timer(seconds, fire)
@@ -147,8 +152,13 @@ def watchdog(seconds: float) -> Iterator[None]:
     finally:
         timer.cancel()
         with lock:
-            done.set()
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(target, None)  # withdraw a shot not yet taken
+            closed.append(True)
+        if fired:
+            try:
+                for _ in range(2):  # a loop: Python raises a pending shot at its jump back
+                    pass
+            except Abandoned:
+                pass
 
 
 def deadline_s(step_ms: float, sessions: int) -> float:
