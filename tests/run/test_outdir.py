@@ -186,6 +186,7 @@ def test_the_next_sweep_removes_what_a_killed_one_left(sweeps: Sweeps) -> None:
         out / "alpha" / f".train-cpu.result.{gone}.json",  # a case's row, never read
         out / "alpha" / f".train-cpu.result.{gone}.json.{unused_pid(1)}.partial",
         out / "alpha" / f".train-cpu.pt.trace.json.gz.{gone}.json",  # a trace's raw export
+        out / "alpha" / f".train-cpu.pt.trace.json.gz.{gone}.json.tmp",  # torch's own, where the export filled the disk
         out / "runs" / f".x.json.{gone}.partial",
         out / f".summary.json.{gone}.partial",
     ]

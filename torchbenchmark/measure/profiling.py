@@ -97,8 +97,8 @@ def run_profile(model: Any, mode: str, device: torch.device, kind: str, active: 
                 raise OSError(error.errno, error.strerror, str(trace_path)) from error
             raise
         finally:  # on every path: a failed export (a full disk) leaves no temporary file
-            raw.unlink(missing_ok=True)
-            partial.unlink(missing_ok=True)
+            for path in (raw, raw.with_name(f"{raw.name}.tmp"), partial):  # .tmp: torch's own, left by a full disk
+                path.unlink(missing_ok=True)
         export_s = time.perf_counter() - started
 
     started = time.perf_counter()

@@ -49,7 +49,8 @@ TRACE_SUFFIX = ".pt.trace.json.gz"
 MAX_NAME_BYTES = 100
 # What this tool writes under before renaming, with the writer's pid: ``.<name>.<pid>.partial`` and, for a
 # trace or a case's row, ``.<name>.<pid>.json``.
-_TEMPORARY = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)\.(partial|json)")
+# ``.json.tmp``: torch's own temporary name for a trace it exports to ``<raw>.json``, left where the disk filled up.
+_TEMPORARY = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)\.(partial|json|json\.tmp)")
 # A running sweep rewrites its record after every case: a record not written for a case's timeout and this
 # much more (the plug-in import, the views, the guard's grace) is one whose sweep is gone.
 STALE_MARGIN_S = 600.0
@@ -242,7 +243,7 @@ def remove_stale(out_dir: Path) -> list[Path]:
 
 
 def remove_stale_in(folder: Path) -> list[Path]:
-    """This tool's temporary files in ``folder`` (``.<name>.<pid>.partial`` or ``.json``) whose writer is gone."""
+    """This tool's temporary files in ``folder`` (``.<name>.<pid>.partial``, ``.json`` or ``.json.tmp``) whose writer is gone."""
     removed = []
     with contextlib.suppress(OSError):
         for path in folder.iterdir():
