@@ -27,6 +27,7 @@ _LAZY = {
     "load_model": "torchbenchmark.registry",
     "meta_of": "torchbenchmark.registry",
     "model_class": "torchbenchmark.registry",
+    "from_module": "torchbenchmark.models.user",
     "collect_diagnostics": "torchbenchmark.api",
     "load_summary": "torchbenchmark.api",
     "compare": "torchbenchmark.api",

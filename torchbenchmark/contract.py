@@ -88,6 +88,12 @@ class ModelMeta:
             raise ValueError(f"{self.name}: an unannotated model must say why in its note")
 
 
+class DoesNotFit(NotImplementedError):
+    """A model too large for this machine's memory, found before its weights were made: a ``skipped`` row
+    whose reason gives the estimate. A kind of NotImplementedError, so every path that skips a declined
+    mode skips it too."""
+
+
 def _takes(function: Any, *names: str) -> list[str]:
     """Which of ``names`` the callable cannot take as keyword arguments."""
     try:
@@ -302,6 +308,7 @@ __all__ = [
     "PHASES",
     "BatchSizes",
     "BenchmarkModel",
+    "DoesNotFit",
     "ModelMeta",
     "Published",
     "StepFn",

@@ -1,4 +1,5 @@
-"""The explicit registry: every model name and where its class lives, plus plug-in resolution.
+"""The explicit registry: every model name and where its class lives, models named by their library
+(``hf:``, ``timm:``, ``torchvision:``, shell patterns of them), and plug-in resolution.
 
 Listing names imports nothing. A model's module is imported when its class is asked for, and its heavy
 dependencies (torchvision, transformers) only when it is built, so ``import torchbenchmark`` stays cheap.
@@ -7,6 +8,8 @@ dependencies (torchvision, transformers) only when it is built, so ``import torc
 from __future__ import annotations
 
 import difflib
+import fnmatch
+import functools
 import importlib
 import importlib.util
 import os
@@ -57,6 +60,15 @@ _MODELS: dict[str, str] = {
 }
 
 
+# A model named by its library: prefix -> (the module under torchbenchmark.models that builds it, how to install the library).
+SOURCES: dict[str, tuple[str, str]] = {
+    "hf": ("source_hf", "pip install transformers"),
+    "timm": ("source_timm", "pip install timm (or pip install 'torchbenchmark[timm]')"),
+    "torchvision": ("source_torchvision", "pip install torchvision"),
+}
+PATTERN_CHARACTERS = "*?["
+
+
 class UnknownModelError(LookupError):
     """A model name or plug-in spec that names no model."""
 
@@ -71,8 +83,55 @@ def list_models() -> list[str]:
 
 
 def is_plugin_spec(spec: str) -> bool:
-    """``package.module:ClassName`` or ``path/to/file.py:ClassName``."""
-    return ":" in spec
+    """``package.module:ClassName`` or ``path/to/file.py:ClassName`` (a function returning a model class, too)."""
+    return ":" in spec and source_of(spec) is None
+
+
+def source_of(spec: str) -> str | None:
+    """The library a spec names its model from (``hf``, ``timm``, ``torchvision``), or None."""
+    prefix, colon, _ = spec.partition(":")
+    return prefix if colon and prefix in SOURCES else None
+
+
+def _source_module(source: str) -> Any:
+    module = importlib.import_module(f"torchbenchmark.models.{SOURCES[source][0]}")
+    try:
+        importlib.import_module(module.PACKAGE)
+    except ImportError as error:
+        raise ModelUnavailableError(
+            f"{source}: models need {module.PACKAGE}, which cannot be imported ({error}); {SOURCES[source][1]}"
+        ) from None
+    return module
+
+
+def source_names(source: str) -> list[str]:
+    """Every model name the library ``source`` offers, without its prefix; ModelUnavailableError without the library."""
+    return list(_names_of(source))
+
+
+@functools.cache
+def _names_of(source: str) -> tuple[str, ...]:  # asked once per spec of a long --models list: read once
+    return tuple(_source_module(source).names())
+
+
+def expand_source(spec: str) -> list[str]:
+    """A library spec as the specs it stands for: a pattern (``timm:convnext*``) as every match, sorted; a
+    name as itself once the library offers it. UnknownModelError for one that names nothing."""
+    source = source_of(spec)
+    if source is None:
+        raise UnknownModelError(f"{spec!r} names no library; prefixes: {', '.join(f'{prefix}:' for prefix in SOURCES)}")
+    pattern = spec.partition(":")[2]
+    names = source_names(source)
+    if not any(character in pattern for character in PATTERN_CHARACTERS):
+        if pattern not in names:
+            close = difflib.get_close_matches(pattern, names, n=3, cutoff=0.6)
+            hint = f"; did you mean {', '.join(f'{source}:{name}' for name in close)}?" if close else f"; see diagnostics.py list {source}"
+            raise UnknownModelError(f"{source} has no model {pattern!r}{hint}")
+        return [spec]
+    matches = [f"{source}:{name}" for name in names if fnmatch.fnmatchcase(name, pattern)]
+    if not matches:
+        raise UnknownModelError(f"no {source} model matches {pattern!r}; see diagnostics.py list {source}")
+    return matches
 
 
 def closest_names(name: str, n: int = 3) -> list[str]:
@@ -92,6 +151,15 @@ def model_class(spec: str) -> type:
     Raises :class:`UnknownModelError` for a name or spec that names nothing and
     :class:`ModelUnavailableError` when the model's own imports fail, with the reason.
     """
+    source = source_of(spec)
+    if source is not None:
+        library = _source_module(source)
+        try:
+            return library.model_class(spec.partition(":")[2])  # type: ignore[no-any-return]
+        except LookupError as error:
+            raise UnknownModelError(f"{spec}: {error.args[0] if error.args else error}") from None
+        except ImportError as error:
+            raise ModelUnavailableError(f"{spec}: {error}; {SOURCES[source][1]}") from error
     if is_plugin_spec(spec):
         return _plugin_class(spec)
     if spec not in _MODELS:
@@ -157,12 +225,27 @@ def _plugin_class(spec: str) -> type:
                 raise UnknownModelError(f"plug-in {spec!r}: no module named {target!r}") from error
             raise ModelUnavailableError(f"plug-in {spec!r}: {error}") from error
     cls = getattr(module, class_name, None)
+    if callable(cls) and not isinstance(cls, type):  # a function that makes the model class (from_module's)
+        cls = _made_class(cls, spec, class_name)
     if not isinstance(cls, type):
         raise UnknownModelError(f"plug-in {spec!r}: {target} has no class {class_name!r}")
     for method in ("train", "eval"):
         if not callable(getattr(cls, method, None)):
             raise UnknownModelError(f"plug-in {spec!r}: {class_name} has no {method}() method")
     return cls
+
+
+def _made_class(make: Any, spec: str, name: str) -> type:
+    """What ``make()`` returns, when it is a class: a plug-in may name a function that returns its model."""
+    try:
+        made = make()
+    except TypeError as error:
+        raise UnknownModelError(f"plug-in {spec!r}: {name}() must take no arguments and return a model class ({error})") from error
+    if not isinstance(made, type):
+        kind = type(made).__name__
+        shown = f"{made!r:.40} ({'an' if kind[0] in 'aeiouAEIOU' else 'a'} {kind})"
+        raise UnknownModelError(f"plug-in {spec!r}: {name}() returned {shown}, not a model class (torchbenchmark.from_module returns one)")
+    return made
 
 
 def _import_file(path: str, spec: str) -> Any:
@@ -194,11 +277,15 @@ __all__ = [
     "BenchmarkModel",
     "ModelUnavailableError",
     "UnknownModelError",
+    "SOURCES",
     "closest_names",
+    "expand_source",
     "is_plugin_spec",
     "list_models",
     "load_model",
     "meta_of",
     "model_class",
     "models_markdown",
+    "source_names",
+    "source_of",
 ]

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from torchbenchmark.cli.args import EXIT_FAILED, EXIT_OK, Parser
 from torchbenchmark.cli.models import resolve_device, resolve_models, resolve_modes
+from torchbenchmark.registry import is_plugin_spec
 from torchbenchmark.report.format import escape_controls
 from torchbenchmark.report.tables import render_check
 from torchbenchmark.run.plugins import PluginProbe, probe_plugins
@@ -27,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         description="Check models against the contract, rule by rule: the checks python test.py runs.",
     )
-    parser.add_argument("specs", nargs="+", metavar="SPEC", help="a registered name, 'all', family:NAME, or a plug-in spec")
+    parser.add_argument("specs", nargs="+", metavar="SPEC", help="a registered name, 'all', family:NAME, hf:/timm:/torchvision:NAME (or a pattern), or a plug-in spec")
     parser.add_argument("--modes", default="train,eval", help="comma-separated: train, eval (default: both)")
     parser.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
     return parser
@@ -67,7 +68,7 @@ def main(argv: Sequence[str]) -> int:
     modes = resolve_modes(args.modes)
     device = resolve_device(args.device)
     torch.set_num_threads(1)  # the checks test behaviour, not speed: one thread keeps them fast on a busy machine
-    probes = probe_plugins([spec for spec in specs if ":" in spec])
+    probes = probe_plugins([spec for spec in specs if is_plugin_spec(spec)])
     failed = [probe for probe in probes.values() if probe.status != "ok"]
     for probe in failed:
         print(_unimportable(probe))

@@ -1,24 +1,36 @@
-"""``diagnostics.py list [SPEC ...]`` (and ``--list``): the registered models, or those named, and whether each can run here."""
+"""``diagnostics.py list [SPEC ...]`` (and ``--list``): the registered models, or those named, and whether each can
+run here; ``list hf|timm|torchvision``: every model a library offers by name, and how many."""
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import importlib.util
+import shutil
 from collections.abc import Sequence
 
-from torchbenchmark.cli.args import EXIT_OK, Parser
+from torchbenchmark.cli.args import EXIT_OK, Parser, UsageError
 from torchbenchmark.cli.models import exclude_models, resolve_models
 from torchbenchmark.contract import contract_problems
-from torchbenchmark.registry import is_plugin_spec, list_models, meta_of, model_class
+from torchbenchmark.registry import SOURCES, ModelUnavailableError, is_plugin_spec, list_models, meta_of, model_class, source_names
 from torchbenchmark.report.tables import Listed, render_list
 from torchbenchmark.run.plugins import IMPORT_TIMEOUT_S, PluginProbe, probe_plugins
 
-DESCRIPTION = "List the registered models (or the names and plug-ins given), their families and defaults."
+PATTERN_EXAMPLES = {"hf": "hf:*ForCausalLM", "timm": "timm:convnext*", "torchvision": "torchvision:resnet*"}
+DESCRIPTION = (
+    "List the registered models (or the names and plug-ins given), their families and defaults;"
+    f" {'|'.join(SOURCES)}: every model that library offers by name."
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="diagnostics.py list", epilog="exit status: 0 listed; 2 usage error.", description=DESCRIPTION)
-    parser.add_argument("specs", nargs="*", metavar="SPEC", help="names, 'all', family:NAME or plug-in specs (default: every model)")
+    parser.add_argument(
+        "specs",
+        nargs="*",
+        metavar="SPEC",
+        help=f"names, 'all', family:NAME, {'|'.join(SOURCES)} or a pattern like timm:convnext*, plug-in specs (default: every model)",
+    )
     parser.add_argument("--exclude", help="models to leave out")
     return parser
 
@@ -72,7 +84,36 @@ def listing(specs: Sequence[str] | None = None, import_timeout_s: float = IMPORT
     return render_list([_plugin(probes[spec]) if spec in probes else _registered(spec) for spec in specs])
 
 
+def library(source: str, width: int | None = None) -> str:
+    """Every name the library ``source`` offers, how many, and how to name one; UsageError without the library."""
+    try:
+        names = source_names(source)
+    except ModelUnavailableError as error:
+        raise UsageError(str(error)) from None
+    package = importlib.import_module(f"torchbenchmark.models.{SOURCES[source][0]}").PACKAGE
+    width = width or shutil.get_terminal_size((120, 24)).columns
+    column = max(map(len, names), default=0) + 2
+    per_line = max(1, width // column)
+    lines = ["".join(name.ljust(column) for name in names[at : at + per_line]).rstrip() for at in range(0, len(names), per_line)]
+    head = (
+        f"{source}: {len(names):,} models from {package} {importlib.metadata.version(package)};"
+        f" run one as --models {source}:NAME, or every match of a pattern: --models '{PATTERN_EXAMPLES[source]}'"
+    )
+    return "\n".join([head, *lines])
+
+
 def show(specs_text: str | None, exclude: str | None, import_timeout_s: float = IMPORT_TIMEOUT_S) -> int:
+    named = [part.strip() for part in (specs_text or "").split(",") if part.strip()]
+    libraries = [part for part in named if part in SOURCES]
+    if libraries:
+        if exclude:
+            raise UsageError("--exclude takes models, not a whole library")
+        for source in libraries:
+            print(library(source))
+        rest = ",".join(part for part in named if part not in SOURCES)
+        if not rest:
+            return EXIT_OK
+        specs_text = rest
     specs = resolve_models(specs_text, import_timeout_s) if specs_text else None
     if exclude:
         specs = exclude_models(specs if specs is not None else list_models(), exclude)

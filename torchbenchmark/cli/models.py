@@ -1,11 +1,22 @@
-"""Resolving what a command line names to run: models (names, ``all``, ``family:NAME``, plug-ins), modes, a device."""
+"""Resolving what a command line names to run: models (names, ``all``, ``family:NAME``, library models and
+patterns of them, plug-ins), modes, a device."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from torchbenchmark.cli.args import UsageError
-from torchbenchmark.registry import is_plugin_spec, list_models, meta_of, model_class, unknown_model_message
+from torchbenchmark.registry import (
+    ModelUnavailableError,
+    UnknownModelError,
+    expand_source,
+    is_plugin_spec,
+    list_models,
+    meta_of,
+    model_class,
+    source_of,
+    unknown_model_message,
+)
 from torchbenchmark.results.schema import MODES
 from torchbenchmark.run.plugins import IMPORT_TIMEOUT_S, PluginProbe, probe_plugins
 
@@ -18,7 +29,8 @@ def resolve_models(
     probe: Callable[..., dict[str, PluginProbe]] = probe_plugins,
     registered: Callable[[], list[str]] = list_models,
 ) -> list[str]:
-    """Registered names and plug-in specs, checked: each one must name a model that exists, by a usable name.
+    """Registered names, library models (``hf:NAME``, ``timm:convnext*``) and plug-in specs, checked: each one
+    must name a model that exists, by a usable name; a library that is not installed is a usage error.
 
     Plug-ins are imported in a child process; one whose import fails, hangs or crashes is kept (its cases
     become failed rows with the reason), one that names nothing is a usage error.
@@ -28,7 +40,8 @@ def resolve_models(
         raise UsageError("--models is empty")
     plugins = [spec for spec in specs if not spec.startswith(FAMILY_PREFIX) and is_plugin_spec(spec)]
     for spec in specs:
-        if spec != "all" and not spec.startswith(FAMILY_PREFIX) and spec not in plugins and spec not in registered():
+        named_elsewhere = spec == "all" or spec.startswith(FAMILY_PREFIX) or spec in plugins or source_of(spec) is not None
+        if not named_elsewhere and spec not in registered():
             raise UsageError(unknown_model_message(spec))
     for found in probe(plugins, import_timeout_s).values():
         if found.status == "unknown":
@@ -40,9 +53,14 @@ def resolve_models(
 
 
 def _expand(spec: str) -> list[str]:
-    """``all`` and ``family:NAME`` as the names they stand for; any other spec as itself."""
+    """``all``, ``family:NAME`` and library patterns as the names they stand for; any other spec as itself."""
     if spec == "all":
         return list_models()
+    if source_of(spec) is not None:
+        try:
+            return expand_source(spec)
+        except (UnknownModelError, ModelUnavailableError) as error:
+            raise UsageError(str(error)) from None
     if spec.startswith(FAMILY_PREFIX):
         return family_models(spec[len(FAMILY_PREFIX) :])
     return [spec]

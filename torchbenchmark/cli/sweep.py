@@ -25,6 +25,7 @@ from torchbenchmark.cli.args import (
 from torchbenchmark.cli.models import exclude_models, resolve_device, resolve_models, resolve_modes
 from torchbenchmark.measure.environment import check_ranks
 from torchbenchmark.measure.instructions import valgrind_missing
+from torchbenchmark.registry import is_plugin_spec
 from torchbenchmark.report.summary import render_untrustworthy
 from torchbenchmark.results.files import StorageError
 from torchbenchmark.results.schema import EAGER, CaseResult
@@ -75,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add = parser.add_argument
-    add("--models", help="names, 'all', family:NAME, or plug-ins (module:Class, file.py:Class), comma-separated")
+    add("--models", help="names, all, family:F, hf:/timm:/torchvision:NAME or a pattern, plug-ins (file.py:Class); comma-separated")
     add("--exclude", help="models to leave out of --models")
     add("--modes", help="train, eval or both (default: both; train with --ddp)")
     add("--device", default="auto", help="auto (cuda when available), cpu, cuda or cuda:N (default: auto)")
@@ -244,7 +245,7 @@ def _run(args: argparse.Namespace, models: list[str], modes: list[str], options:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-    probes = machinery.probe_plugins([spec for spec in models if ":" in spec], min(IMPORT_TIMEOUT_S, args.timeout))  # cached
+    probes = machinery.probe_plugins([spec for spec in models if is_plugin_spec(spec)], min(IMPORT_TIMEOUT_S, args.timeout))  # cached
     specs = {(probes[spec].row_name if spec in probes else spec): spec for spec in models}
     untrustworthy = render_untrustworthy(outcome.results, lambda row: rerun_command(args, specs.get(row.model, row.model), row))
     if untrustworthy:

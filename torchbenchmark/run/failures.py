@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 
+from torchbenchmark.contract import DoesNotFit
 from torchbenchmark.measure.compile import NotApplicable
 from torchbenchmark.registry import ModelUnavailableError
 from torchbenchmark.results.schema import Status
@@ -43,6 +44,8 @@ def describe_failure(error: BaseException, mode: str) -> tuple[Status, str]:
     inner = getattr(error, "inner_exception", None)  # torch.compile's BackendCompilerFailed wraps the cause
     if isinstance(inner, BaseException):
         return Status.FAILED, f"compile failed: {one_line(inner)}"[:REASON_CHARS]
+    if isinstance(error, DoesNotFit):
+        return Status.SKIPPED, f"does not fit: {first_line(error)}"
     if isinstance(error, NotImplementedError):
         return Status.SKIPPED, f"{mode} not supported: {first_line(error) or 'NotImplementedError'}"
     if isinstance(error, (ModelUnavailableError, ModuleNotFoundError)):

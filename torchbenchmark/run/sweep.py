@@ -24,7 +24,15 @@ from torchbenchmark.analyze.pooling import combine_repeats
 from torchbenchmark.measure.environment import check_device, check_ranks, collect_environment
 from torchbenchmark.measure.peak import MachinePeak, measure_peak
 from torchbenchmark.measure.schedstat import busy_machine
-from torchbenchmark.registry import is_plugin_spec, list_models, unknown_model_message
+from torchbenchmark.registry import (
+    ModelUnavailableError,
+    UnknownModelError,
+    expand_source,
+    is_plugin_spec,
+    list_models,
+    source_of,
+    unknown_model_message,
+)
 from torchbenchmark.results.records import RunRecord, RunState, new_run_id, timestamp
 from torchbenchmark.results.schema import FAILURES, MODES, CaseResult, Status
 from torchbenchmark.results.spec import DEFAULT_OUT, PRECISIONS, CaseSpec, Compile
@@ -163,13 +171,23 @@ def checked_arguments(
         models = [spec_of(model) if isinstance(model, type) else model for model in models]
     if not isinstance(models, Sequence) or not models or not all(isinstance(m, str) and m.strip() for m in models):
         raise SweepArgumentError(f"models must be a model name or spec, or a non-empty sequence of them; got {models!r:.80}")
-    models = [name for spec in models for name in (registered() if spec == "all" else [spec])]
+    models = [name for spec in models for name in (registered() if spec == "all" else _expanded(spec))]
     for spec in models:
-        if not is_plugin_spec(spec) and spec not in registered():
+        if not is_plugin_spec(spec) and source_of(spec) is None and spec not in registered():
             raise SweepArgumentError(unknown_model_message(spec))
     if not isinstance(modes, Sequence) or not modes or any(mode not in MODES for mode in modes):
         raise SweepArgumentError(f"modes must be train, eval or both; got {modes!r:.80}")
     return list(dict.fromkeys(models)), list(dict.fromkeys(modes))
+
+
+def _expanded(spec: str) -> list[str]:
+    """A library spec or pattern (``timm:convnext*``) as the specs it names; any other spec as itself."""
+    if source_of(spec) is None:
+        return [spec]
+    try:
+        return expand_source(spec)
+    except (UnknownModelError, ModelUnavailableError) as error:
+        raise SweepArgumentError(str(error)) from None
 
 
 def names_of(models: Sequence[str], probes: dict[str, PluginProbe]) -> dict[str, str]:
