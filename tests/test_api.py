@@ -126,3 +126,26 @@ def test_collect_diagnostics_refuses_by_type_what_is_not_a_model() -> None:
         torchbenchmark.collect_diagnostics(42)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="unknown options"):
         torchbenchmark.collect_diagnostics("resnet18", colour="red")
+
+
+def filled(value: Any, prefix: str = "") -> set[str]:
+    """The dotted paths of every figure in a row's JSON that holds something."""
+    if isinstance(value, dict):
+        return {path for key, item in value.items() for path in filled(item, f"{prefix}{key}.")}
+    return set() if value in (None, [], {}) else {prefix.rstrip(".")}
+
+
+@pytest.mark.slow
+def test_collect_diagnostics_and_a_sweep_of_one_spec_fill_the_same_figures(tmp_path: Path) -> None:
+    """pct_of_peak included; only what a process of its own adds differs: its log and the
+    seconds spent starting it and importing."""
+    spec = f"{ROOT / 'tests' / 'helpers' / 'tiny_models.py'}:TinyMLP"
+    row = torchbenchmark.collect_diagnostics(spec, "eval", out_dir=tmp_path / "api", detailed=False, steady=False).to_dict()
+    command = [sys.executable, str(ROOT / "diagnostics.py"), "--models", spec, "--modes", "eval", "--device", "cpu", "--no-detailed"]
+    subprocess.run([*command, "--no-progress", "--out", str(tmp_path / "sweep")], check=True, capture_output=True, timeout=600)
+    (swept,) = torchbenchmark.load_summary(tmp_path / "sweep").rows
+    assert "pct_of_peak" in filled(row)
+    # Notes and marks come and go with what was measured (a borderline interval, a contended step), not with the entry point.
+    api, sweep = ({path for path in filled(side) if not path.endswith(("note", "notes", "reasons"))} for side in (row, swept.to_dict()))
+    assert sweep - api == {"log", "timings_s.start", "timings_s.import", "timings_s.total"}
+    assert api - sweep == set()

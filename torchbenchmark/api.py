@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import warnings
 from collections.abc import Mapping
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from torchbenchmark.analyze import compare as comparing
+from torchbenchmark.analyze.costs import with_peak
 from torchbenchmark.report import page
 from torchbenchmark.report.html import notebook_html
 from torchbenchmark.results import records
@@ -147,6 +149,11 @@ def _run_here(spec: CaseSpec, out_dir: Path, cls: type | None, config: Mapping[s
             return _refused(spec, str(error))
         row = run_in_process(spec, out_dir, cls=cls, config=config)
         environment = collect_environment(spec.device, spec.threads, f"collect_diagnostics({spec.model!r}, {spec.mode!r})")
+        if row.costs is not None and row.costs.achieved_gflops:  # pct_of_peak, as a sweep's rows have it
+            dtype = row.remedy.dtype if row.remedy is not None and row.remedy.dtype else "float32"
+            peak = _peak(spec.device, spec.threads, dtype)
+            environment.update(peak.environment(dtype))
+            row = with_peak(row, peak.gflops)
         record = records.RunRecord(
             records.new_run_id(),
             environment,
@@ -159,6 +166,14 @@ def _run_here(spec: CaseSpec, out_dir: Path, cls: type | None, config: Mapping[s
         outdir.write_record(out_dir, record)
         outdir.rewrite_views(out_dir, outdir.read_records(out_dir), record.run_id)
     return record.rows[0]
+
+
+@functools.cache
+def _peak(device: str, threads: int | None, dtype: str) -> Any:
+    """The machine's peak for ``dtype`` on ``device`` at ``threads``, measured once a process (2 s), as a sweep measures it once."""
+    from torchbenchmark.measure.peak import measure_peak
+
+    return measure_peak(device, threads, dtype=dtype)
 
 
 def _refused(spec: CaseSpec, reason: str) -> CaseResult:
