@@ -41,7 +41,7 @@ def trace_ops(events: Sequence[Event]) -> TraceOps:
     if not windows:
         raise ValueError("the trace holds no ProfilerStep events: was the profiler stepped?")
     step_of = placer(windows)
-    ops = [e for e in events if is_complete(e) and e.get("cat") == "cpu_op" and not is_step(e) and step_of(float(e["ts"])) is not None]
+    ops = [e for e in events if e.get("cat") == "cpu_op" and is_complete(e) and not is_step(e) and step_of(float(e["ts"])) is not None]
     own = [float(op["dur"]) for op in ops]
     parent_of = parents(ops)
     for index, parent in enumerate(parent_of):

@@ -158,7 +158,7 @@ def overhead_events(events: Sequence[Event]) -> OverheadEvents:
         raise ValueError("the trace holds no ProfilerStep events: was the profiler stepped?")
     ops_by_thread: dict[Any, list[Event]] = defaultdict(list)
     for event in events:
-        if event.get("ph") == "X" and event.get("cat") == "cpu_op" and "dur" in event and not is_step(event):
+        if event.get("cat") == "cpu_op" and event.get("ph") == "X" and "dur" in event and not is_step(event):
             ops_by_thread[thread_of(event)].append(event)
     for ops in ops_by_thread.values():
         ops.sort(key=lambda op: float(op["ts"]))

@@ -61,7 +61,7 @@ from torchbenchmark.results.schema import (  # noqa: E402
     Traces,
     Warmup,
 )
-from torchbenchmark.results.spec import DEFAULT_OUT, Budget, CaseRequest, CaseSpec  # noqa: E402
+from torchbenchmark.results.spec import DEFAULT_OUT, DEFAULT_TIMEOUT_S, Budget, CaseRequest, CaseSpec  # noqa: E402
 from torchbenchmark.run import ddp, outdir  # noqa: E402
 from torchbenchmark.run.failures import describe_failure  # noqa: E402
 
@@ -271,8 +271,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     parser.add_argument("--batch-size", type=int, help="per rank (default: the model's)")
     parser.add_argument("--steps", type=int, help="measure one window of exactly this many steps")
-    parser.add_argument("--threads", type=int, default=1, help="intra-op threads per rank (default: 1)")
-    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds a collective may wait (default: 1800)")
+    parser.add_argument(
+        "--threads", type=int, help="intra-op threads per rank (default: torch's; torchrun sets 1 with several ranks a node)"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=DEFAULT_TIMEOUT_S, help=f"seconds a collective may wait (default: {DEFAULT_TIMEOUT_S:g})"
+    )
     parser.add_argument("--request", help=argparse.SUPPRESS)  # from run.ddp: the spec and where to report
     return parser
 
@@ -307,7 +311,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         faulthandler.enable(open(ddp.fault_path(scratch, rank), "w", encoding="utf-8"))  # noqa: SIM115 - open for the process's life
     status = _Status(scratch, rank)
     status("start")
-    torch.set_num_threads(spec.threads or 1)
+    if spec.threads:  # else torch's default, as a single process has it: torchrun's OMP_NUM_THREADS
+        torch.set_num_threads(spec.threads)
     steady_process()
     try:
         row = run_rank(spec, out_dir, status)
