@@ -157,7 +157,7 @@ def model_class(spec: str) -> type:
         try:
             return library.model_class(spec.partition(":")[2])  # type: ignore[no-any-return]
         except LookupError as error:
-            raise UnknownModelError(f"{spec}: {error.args[0] if error.args else error}") from None
+            raise UnknownModelError(str(error.args[0]) if error.args else f"{spec} names no model") from None  # it names the spec
         except ImportError as error:
             raise ModelUnavailableError(f"{spec}: {error}; {SOURCES[source][1]}") from error
     if is_plugin_spec(spec):

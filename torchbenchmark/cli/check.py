@@ -28,7 +28,12 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         description="Check models against the contract, rule by rule: the checks python test.py runs.",
     )
-    parser.add_argument("specs", nargs="+", metavar="SPEC", help="a registered name, 'all', family:NAME, hf:/timm:/torchvision:NAME (or a pattern), or a plug-in spec")
+    parser.add_argument(
+        "specs",
+        nargs="+",
+        metavar="SPEC",
+        help="a registered name, 'all', family:NAME, hf:/timm:/torchvision:NAME (or a pattern), or a plug-in spec",
+    )
     parser.add_argument("--modes", default="train,eval", help="comma-separated: train, eval (default: both)")
     parser.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
     return parser

@@ -95,10 +95,7 @@ def library(source: str, width: int | None = None) -> str:
     column = max(map(len, names), default=0) + 2
     per_line = max(1, width // column)
     lines = ["".join(name.ljust(column) for name in names[at : at + per_line]).rstrip() for at in range(0, len(names), per_line)]
-    head = (
-        f"{source}: {len(names):,} models from {package} {importlib.metadata.version(package)};"
-        f" run one as --models {source}:NAME, or every match of a pattern: --models '{PATTERN_EXAMPLES[source]}'"
-    )
+    head = f"{source}: {len(names):,} models ({package} {importlib.metadata.version(package)}); name one as {source}:NAME, or a pattern: '{PATTERN_EXAMPLES[source]}'"
     return "\n".join([head, *lines])
 
 

@@ -45,12 +45,13 @@ def available_bytes(device: torch.device) -> int | None:
         return None
 
 
-def check_fits(name: str, parameters: int, mode: str, device: torch.device) -> None:
+def check_fits(name: str, parameters: int, mode: str, device: torch.device, held: int = 0) -> None:
     """Raise :class:`DoesNotFit` with the estimate when ``parameters`` would take more than their share of
-    the memory ``device`` has available in ``mode``."""
+    the memory ``device`` has available in ``mode``; ``held``: bytes of it already made (and so no longer
+    available), such as the weights when train's state is asked for."""
     available = available_bytes(device)
     needed = parameters * BYTES_PER_PARAMETER[mode]
-    if available is None or needed <= SHARE_FOR_PARAMETERS * available:
+    if available is None or needed - held <= SHARE_FOR_PARAMETERS * available:
         return
     raise DoesNotFit(
         f"{name} has {parameters / 1e6:,.0f}M parameters: about {needed / GIB:.1f} GiB in {mode} (weights"
@@ -74,5 +75,6 @@ class SourceModel(BenchmarkModel):
         return self.make_module()
 
     def train(self, niter: int = 1, step_fn: StepFn | None = None) -> None:
-        check_fits(self.meta.name, self.parameter_count, "train", self.device)
+        weights = self.parameter_count * BYTES_PER_PARAMETER["eval"]  # made at build: no longer available
+        check_fits(self.meta.name, self.parameter_count, "train", self.device, held=weights)
         super().train(niter, step_fn)
