@@ -8,12 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 from tests.helpers.source_models import one_step, tryout
 from tests.helpers.templates import is_metadata_only
-from torchbenchmark.contract import MODES, DoesNotFit
-from torchbenchmark.models import _fit
+from torchbenchmark.contract import MODES
 from torchbenchmark.models import source_timm as source
 from torchbenchmark.models._fit import SourceModel
 
@@ -87,21 +85,6 @@ def test_a_feature_backbone_has_no_train_step_but_evaluates() -> None:
     with pytest.raises(NotImplementedError, match="num_classes=0"):
         model.train(niter=1)
     one_step(model, "eval")
-
-
-def test_too_large_for_the_memory_is_skipped_before_the_weights_are_made(monkeypatch: pytest.MonkeyPatch) -> None:
-    devices: list[str] = []
-    make_module = source.TimmModel.make_module
-
-    def recording(self: source.TimmModel) -> torch.nn.Module:
-        devices.append(torch.get_default_device().type)
-        return make_module(self)
-
-    monkeypatch.setattr(source.TimmModel, "make_module", recording)
-    monkeypatch.setattr(_fit, "available_bytes", lambda device: 1 << 20)
-    with pytest.raises(DoesNotFit, match="more than half of the 0.0 GiB"):
-        smoke("resnet18")
-    assert devices == ["meta"]
 
 
 @pytest.mark.slow

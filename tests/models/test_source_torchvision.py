@@ -12,8 +12,7 @@ import torchvision
 
 from tests.helpers.source_models import one_step, tryout
 from tests.helpers.templates import is_metadata_only
-from torchbenchmark.contract import MODES, DoesNotFit
-from torchbenchmark.models import _fit
+from torchbenchmark.contract import MODES
 from torchbenchmark.models import source_torchvision as tv
 from torchbenchmark.models._fit import SourceModel
 
@@ -130,21 +129,6 @@ def test_a_quantized_builder_runs_as_the_float_model() -> None:
     model = smoke("quantized_shufflenet_v2_x0_5")
     assert all(parameter.is_floating_point() for parameter in model.module.parameters())
     step_both_modes(model)
-
-
-def test_too_large_for_the_memory_is_skipped_before_the_weights_are_made(monkeypatch: pytest.MonkeyPatch) -> None:
-    devices: list[str] = []
-    make_module = tv.TorchVisionModel.make_module
-
-    def recording(self: tv.TorchVisionModel) -> torch.nn.Module:
-        devices.append(torch.get_default_device().type)
-        return make_module(self)
-
-    monkeypatch.setattr(tv.TorchVisionModel, "make_module", recording)
-    monkeypatch.setattr(_fit, "available_bytes", lambda device: 1 << 20)
-    with pytest.raises(DoesNotFit, match="more than half of the 0.0 GiB"):
-        smoke("resnet18")
-    assert devices == ["meta"]
 
 
 @pytest.mark.slow
