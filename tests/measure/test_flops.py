@@ -20,6 +20,7 @@ from tests.helpers.synthetic_models import (
     MatmulChain,
     TinyBatchedMatmuls,
 )
+from torchbenchmark import api
 from torchbenchmark.analyze.costs import with_peak
 from torchbenchmark.measure import memory
 from torchbenchmark.measure.flops import count_flops, grouped_mm_flops
@@ -152,7 +153,9 @@ def test_a_diagnosed_row_carries_costs_consistent_with_its_step_time(tmp_path) -
     assert cost.flops_per_step == _chain_flops("train")
     assert cost.samples_per_s == pytest.approx(8 / (median_ms / 1e3))
     assert cost.achieved_gflops == pytest.approx(_chain_flops("train") / (median_ms / 1e3) / 1e9)
-    assert cost.pct_of_peak is None  # until a sweep's peak is applied
+    # collect_diagnostics measures the machine's peak as a sweep does: the share is of that peak.
+    peak = api._peak("cpu", None, "float32")  # measured once a process, as a sweep measures it once
+    assert cost.pct_of_peak == pytest.approx(100 * cost.achieved_gflops / peak.gflops)
     assert cost.peak_rss_mb > cost.peak_memory_mb > 0
     row = json.loads(dumps(Summary("", {}, (with_peak(result, 1.0),), {}).to_dict()))["results"][0]
     for name in ("flops_per_step", "achieved_gflops", "pct_of_peak", "peak_memory_mb", "samples_per_s"):
