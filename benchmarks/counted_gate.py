@@ -14,8 +14,10 @@ same ops each on a larger tensor (a slower kernel of the same op count). ``compa
 false alarms; of A against each change, whether the gate caught it and by which tier. The table gives every
 counted row's instructions per step and spread, and how far its quiet and loaded counts lie apart.
 
-The wall-time part asks what the gate sees without counts: the plug-in at ``--threads 1 --repeat 3`` beside
-one hog (a core to spare), A against A and against 10% more ops.
+The wall-time part asks what the gate sees without counts: the plug-in at ``--threads 1`` beside one hog (a
+core to spare), A against A and against 10% more ops, three processes a side: once as one ``--repeat 3``
+sweep a side, the sides one after another, and once as the CI recipe runs it, the sides taking turns, a
+process a turn, compared with ``--pool``.
 """
 
 from __future__ import annotations
@@ -62,11 +64,11 @@ def count_s(row: dict) -> float:
     return (row.get("timings_s") or {}).get("instructions", 0.0)
 
 
-def compare(base: Path, new: Path) -> tuple[int, dict[tuple[str, str], dict]]:
+def compare(base: Path, new: Path, *flags: str) -> tuple[int, dict[tuple[str, str], dict]]:
     """compare's exit status and each case's JSON."""
     with tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch) / "comparison.json"
-        command = [sys.executable, str(ROOT / "diagnostics.py"), "compare", str(base), str(new), "--json", str(report)]
+        command = [sys.executable, str(ROOT / "diagnostics.py"), "compare", *flags, str(base), str(new), "--json", str(report)]
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
         cases = json.loads(report.read_text())["cases"] if report.exists() else []
     return done.returncode, {(case["model"], case["mode"]): case for case in cases}
@@ -119,23 +121,32 @@ def counted(folder: Path, hog_count: int, long: bool) -> str:
     return f"{counts_table}\n\n{calls_table(calls)}\n\nfalse alarms in the A-A pair: {false_alarms}; sweeps kept in {folder}"
 
 
-def wall_time(folder: Path, hog_count: int) -> str:
-    """The wall-time part: the plug-in at one thread, three processes a side, beside the hogs (a core to
-    spare with one): A, A again, and 10% more ops."""
-    flags = ("--threads", "1", "--repeat", "3")
-    base_env = {"GATE_OPS": str(BASE_OPS), "GATE_ELEMS": str(BASE_ELEMS)}
+def wall_time(folder: Path, hog_count: int, turns: int) -> str:
+    """The wall-time part: the plug-in at one thread beside the hogs (a core to spare with one): A, A again, and
+    10% more ops, three processes a side each way: one sweep a side of ``--repeat 3``, run one after another,
+    and ``turns`` turns of one process a side compared with ``--pool``."""
+    sides = {"a": BASE_OPS, "a2": BASE_OPS, "more-ops": BASE_OPS * 110 // 100}
+    base_env = {"GATE_ELEMS": str(BASE_ELEMS)}
+    both_modes = {"eval": [PLUGIN], "train": [PLUGIN]}
     with hogs(hog_count):
-        for name, ops in (("wall-a", BASE_OPS), ("wall-a2", BASE_OPS), ("wall-more-ops", BASE_OPS * 110 // 100)):
-            sweep(folder / name, {"eval": [PLUGIN], "train": [PLUGIN]}, {**base_env, "GATE_OPS": str(ops)}, flags)
-    calls = calls_of(folder / "wall-a", {"A-A": folder / "wall-a2", "+10% ops": folder / "wall-more-ops"})
-    return f"{calls_table(calls)}\n\nsweeps kept in {folder}"
+        for name, ops in sides.items():
+            sweep(folder / f"wall-{name}", both_modes, {**base_env, "GATE_OPS": str(ops)}, ("--threads", "1", "--repeat", "3"))
+        for _ in range(turns):
+            for name, ops in sides.items():
+                sweep(folder / f"turns-{name}", both_modes, {**base_env, "GATE_OPS": str(ops)}, ("--threads", "1"))
+    apart = calls_of(folder / "wall-a", {"A-A": folder / "wall-a2", "+10% ops": folder / "wall-more-ops"})
+    taking_turns = calls_of(folder / "turns-a", {"A-A": folder / "turns-a2", "+10% ops": folder / "turns-more-ops"}, "--pool")
+    return (
+        f"One sweep of --repeat 3 a side, one after another:\n\n{calls_table(apart)}\n\n"
+        f"{turns} turns of one process a side, compared with --pool:\n\n{calls_table(taking_turns)}\n\nsweeps kept in {folder}"
+    )
 
 
-def calls_of(base: Path, pairs: dict[str, Path]) -> list[tuple]:
+def calls_of(base: Path, pairs: dict[str, Path], *flags: str) -> list[tuple]:
     """Each pair's cases compared with ``base``: the call, each tier's, what decided it, and compare's exit."""
     calls = []
     for name, new in pairs.items():
-        status, cases = compare(base, new)
+        status, cases = compare(base, new, *flags)
         for (model, mode), case in sorted(cases.items()):
             tiers = (case.get("wall_call") or "-", case.get("counts_call") or "-", case.get("reason") or "-")
             ratio = f"{case['estimate']['ratio']:.3f}" if case.get("estimate") else "-"
@@ -153,6 +164,7 @@ def main() -> int:
     parser.add_argument("--part", choices=("counts", "wall", "all"), default="all")
     parser.add_argument("--no-long", action="store_true", help="count only the short cases (the long ones take an hour)")
     parser.add_argument("--hogs", type=int, help="busy processes beside (default: 2 for counts, 1 for wall time)")
+    parser.add_argument("--turns", type=int, default=3, help="wall time: turns a side taken with --pool (default: 3)")
     parser.add_argument("--out", type=Path, help="keep the sweeps here (default: a temporary folder)")
     parser.add_argument("--dry-run", action="store_true")
     args = parser.parse_args()
@@ -164,7 +176,12 @@ def main() -> int:
         record("Counted gate", text, part=f"counts of {which}, beside {hog_count} CPU hogs", dry_run=args.dry_run)
     if args.part in ("wall", "all"):
         hog_count = 1 if args.hogs is None else args.hogs
-        record("Counted gate", wall_time(folder, hog_count), part=f"wall time alone, beside {hog_count} CPU hog(s)", dry_run=args.dry_run)
+        record(
+            "Counted gate",
+            wall_time(folder, hog_count, args.turns),
+            part=f"wall time alone, beside {hog_count} CPU hog(s)",
+            dry_run=args.dry_run,
+        )
     return 0
 
 

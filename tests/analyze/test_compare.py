@@ -21,6 +21,7 @@ from torchbenchmark.analyze.ratios import (
     PROCESS_NOISE_FLOOR,
     RUN_NOISE_MIN_CASES,
     RatioEstimate,
+    calibration_drift,
     processes_needed,
     ratio_interval,
     run_noise,
@@ -558,6 +559,7 @@ def test_comparison_to_dict_has_the_pinned_keys_and_counts_each_call() -> None:
         "confidence": 0.95,
         "process_noise_floor": PROCESS_NOISE_FLOOR,
         "run_noise": None,
+        "calibration_drift": None,  # torch versions differ: their prices differ by more than the machine
         "detectable_pct": pytest.approx(7.2206, abs=1e-4),
         "counts": {"slower": 1, "same": 2},
         "exit_status": 1,
@@ -872,3 +874,57 @@ def test_a_spread_the_processes_give_is_judged_with_students_t_at_their_count() 
         1.0, 1.0, math.exp(t95(2 * n - 2) * wide.estimate.spread * math.sqrt(2 / n)), wide.estimate.spread, n, n, 2 * n - 2
     )
     assert estimate.detectable_pct(5.0) <= 20
+
+
+PRICES = {"call_us": 0.70, "nested_us": 0.22, "conv_us": 44.5, "call_gap_us": 0.0}
+
+
+def priced(medians: list[float], drift: float = 1.0, model: str = "m") -> CaseResult:
+    """A row whose calibration ran ``drift`` times as long as ``PRICES`` (a zero price stays zero)."""
+    prices = {name: price * drift for name, price in PRICES.items()}
+    return row(model, medians, dispatch=Dispatch("compute-bound", 0.1, 10, 1, 1, prices_us=prices))
+
+
+# Figures of one A-A pair measured beside a CPU hog: the same code, its sweeps a minute apart, the machine 8.7% slower
+# for the second by its calibration; and 10% more ops on the same machine 2.6% faster.
+A, A_AGAIN, MORE_OPS = [0.342, 0.318, 0.334], [0.374, 0.359, 0.379], [0.374, 0.379, 0.401]
+
+
+def test_a_slowdown_the_machine_drift_explains_is_inconclusive_and_says_why() -> None:
+    assert compare(side(row("m", A)), side(row("m", A_AGAIN))).cases[0].call == "slower"  # no calibration: the false alarm
+    comparison = compare(side(priced(A)), side(priced(A_AGAIN, drift=1.087)))
+    case = comparison.cases[0]
+    assert (case.call, case.wall_call) == ("inconclusive", "inconclusive")
+    drifted = [note for note in case.notes if note.startswith("the machine itself ran 8.7% slower for NEW")]
+    assert len(drifted) == 1 and "take turns and compare --pool" in drifted[0]
+    assert comparison.calibration_drift == pytest.approx(1.087)
+    assert comparison.notes[1].startswith("the machine itself ran 8.7% slower for NEW, by the calibration")
+    assert comparison.exit_status == 3
+
+
+def test_a_change_past_the_drift_or_against_it_is_still_called() -> None:
+    past = compare(side(priced(A)), side(priced(MORE_OPS, drift=0.974))).cases[0]
+    assert past.call == "slower" and not any("machine itself" in note for note in past.notes)
+    against = compare(side(priced(A_AGAIN)), side(priced(A, drift=1.087))).cases[0]  # faster while the machine ran slower
+    assert against.call == "faster"
+    within = compare(side(priced(A_AGAIN)), side(priced(A, drift=0.92))).cases[0]  # faster, and so was the machine
+    assert within.call == "inconclusive" and any("ran 8.0% faster for NEW" in note for note in within.notes)
+
+
+@pytest.mark.parametrize(
+    "env, device",
+    [({**ENV, "torch": "2.15"}, "cpu"), ({**ENV, "host": "elsewhere"}, "cpu"), (ENV, "cuda")],
+    ids=["another torch", "another machine", "a GPU case"],
+)
+def test_no_drift_is_read_across_torch_versions_or_machines_nor_applied_to_a_gpu_case(env: dict, device: str) -> None:
+    base, new = dataclasses.replace(priced(A), device=device), dataclasses.replace(priced(A_AGAIN, drift=1.087), device=device)
+    comparison = compare(side(base), side(new, env=env))
+    assert comparison.cases[0].wall_call == "slower"
+    assert not any("machine itself" in note for note in comparison.notes)
+
+
+def test_the_drift_is_the_median_case_s_geometric_mean_of_its_prices_ratios() -> None:
+    assert calibration_drift([]) is None and calibration_drift([({"a": 0.0}, {"a": 1.0})]) is None
+    assert calibration_drift([({"a": 1.0, "b": 4.0}, {"a": 2.0, "b": 2.0})]) == pytest.approx(1.0)  # x2 and x0.5
+    cases = [({"a": 1.0}, {"a": 1.1}), ({"a": 1.0}, {"a": 1.2}), ({"a": 1.0}, {"a": 3.0})]
+    assert calibration_drift(cases) == pytest.approx(1.2)  # one case's calibration disturbed does not move it

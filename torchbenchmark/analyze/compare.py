@@ -10,6 +10,7 @@ contended) are noted beside the call, not instead of it. Which ops moved (``with
 from __future__ import annotations
 
 import dataclasses
+import math
 import statistics
 from collections.abc import Callable
 from pathlib import Path
@@ -26,7 +27,7 @@ from torchbenchmark.analyze.counts import (
 )
 from torchbenchmark.analyze.opdiff import OpDiff, TraceOps, op_diff, read_trace_ops
 from torchbenchmark.analyze.overhead import EVENT_KINDS
-from torchbenchmark.analyze.ratios import PROCESS_NOISE_FLOOR, RatioEstimate, run_noise
+from torchbenchmark.analyze.ratios import PROCESS_NOISE_FLOOR, RatioEstimate, calibration_drift, run_noise
 from torchbenchmark.analyze.walltime import INCONCLUSIVE_BEYOND, process_medians, row_verdict, wall_time
 from torchbenchmark.results.codec import encode
 from torchbenchmark.results.frames import dataframe
@@ -94,6 +95,7 @@ class Comparison:
     notes: tuple[str, ...] = ()
     run_noise: float | None = None  # the noise between the two runs, per process (analyze.ratios.run_noise)
     instructions_threshold_pct: float = DEFAULT_INSTRUCTIONS_THRESHOLD_PCT
+    calibration_drift: float | None = None  # how many times slower the machine ran for NEW (analyze.ratios)
 
     @property
     def regressions(self) -> tuple[CaseComparison, ...]:
@@ -140,6 +142,7 @@ class Comparison:
             "confidence": 0.95,
             "process_noise_floor": PROCESS_NOISE_FLOOR,
             "run_noise": self.run_noise,
+            "calibration_drift": self.calibration_drift,
             "detectable_pct": self.detectable_pct,
             "counts": encode(self.counts()),
             "exit_status": self.exit_status,
@@ -186,8 +189,10 @@ def compare_rows(
     new_env: dict[str, Any],
     noise: float = 0.0,
     instructions_threshold_pct: float = DEFAULT_INSTRUCTIONS_THRESHOLD_PCT,
+    drift: float = 1.0,
 ) -> CaseComparison:
-    """Call one case present on both sides; ``noise`` is the two runs' ``run_noise``, a floor under its spread.
+    """Call one case present on both sides; ``noise`` is the two runs' ``run_noise``, a floor under its spread,
+    and ``drift`` their ``calibration_drift`` (1: none known), the machine's own change in speed between them.
 
     Its wall-time call (``analyze.walltime``) and, where both sides counted instructions, the counts' call
     (``analyze.counts``) make the case's call; a side's marks are noted beside it.
@@ -215,7 +220,7 @@ def compare_rows(
     counts = None if counted is None else counted.call(instructions_threshold_pct, ops_moved)
     beside = _marks(base, new) + ([events_note(moved)] if moved else [])
     fields.update(instructions=counted, counts_call=counts, op_events=moved)
-    timed = wall_time(base, new, threshold_pct, noise)
+    timed = wall_time(base, new, threshold_pct, noise, drift)
     if timed is None:
         call, reason = combined_call(Call.NOT_COMPARED, counts)
         return CaseComparison(**fields, call=call, reason=reason if counts else None, notes=(*notes, "no step times", *beside))
@@ -238,9 +243,25 @@ def _one_side(key: tuple[str, str, str, str], row: CaseResult, call: Call) -> Ca
     return CaseComparison(*key, call=call, **{f"{side}_ms": ms, f"{side}_status": row.status, f"{side}_verdict": row_verdict(row)})
 
 
-def _run_notes(base: Summary, new: Summary, noise: float | None) -> list[str]:
+def _drift(base: Summary, new: Summary, rows: list[tuple[CaseResult, CaseResult]]) -> float | None:
+    """The machine's own change in speed between the runs, from the CPU cases' calibrations (``calibration_drift``);
+    None where the sides ran on different machines or torch versions, whose prices differ by more than drift."""
+    alike = machine_fingerprint(base.environment) == machine_fingerprint(new.environment)
+    if not alike or base.environment.get("torch") != new.environment.get("torch"):
+        return None
+    prices = [(b.dispatch.prices_us, n.dispatch.prices_us) for b, n in rows if b.device == "cpu" and b.dispatch and n.dispatch]
+    return calibration_drift([(b, n) for b, n in prices if b and n])
+
+
+def _run_notes(base: Summary, new: Summary, noise: float | None, drift: float | None) -> list[str]:
     """What differs between the two sides as a whole."""
     notes = []
+    if drift is not None and abs(math.log(drift)) > PROCESS_NOISE_FLOOR:
+        way = "slower" if drift > 1 else "faster"
+        notes.append(
+            f"the machine itself ran {100 * abs(drift - 1):.1f}% {way} for NEW, by the calibration its cases' processes took "
+            "(the same torch ops on both sides): a CPU case's change within that drift is inconclusive, not slower or faster"
+        )
     if noise is not None and noise > PROCESS_NOISE_FLOOR:
         notes.append(
             f"noisy runs: the cases' ratios spread {100 * noise:.1f}% per process (over the {100 * PROCESS_NOISE_FLOOR:g}% "
@@ -264,10 +285,9 @@ def _tier_notes(cases: list[CaseComparison]) -> list[str]:
     """What the calls rest on: the cases time could not decide, and those the counts decided in its place."""
     notes = []
     if doubtful := [case for case in cases if case.call == Call.INCONCLUSIVE]:
-        them = "it" if len(doubtful) == 1 else "them"
         notes.append(
-            f"{len(doubtful)} inconclusive: the measurement could not see a slowdown of {INCONCLUSIVE_BEYOND}x the threshold; "
-            f"rerun {them} with the processes a side each names, or on a quieter machine"
+            f"{len(doubtful)} inconclusive: the measurement could not see a slowdown of {INCONCLUSIVE_BEYOND}x the threshold, "
+            "or the machine's own drift could explain the change; each case says what would decide it"
         )
     if decided := [case for case in cases if case.wall_call == Call.INCONCLUSIVE and case.call != Call.INCONCLUSIVE]:
         cases_word = "case" if len(decided) == 1 else "cases"
@@ -291,6 +311,7 @@ def compare(
     both_ok = [key for key in base_rows.keys() & new_rows.keys() if base_rows[key].status == new_rows[key].status == Status.OK]
     timed = [(process_medians(base_rows[key]), process_medians(new_rows[key])) for key in both_ok]
     noise = run_noise([(b, n) for b, n in timed if b and n])
+    drift = _drift(base, new, [(base_rows[key], new_rows[key]) for key in both_ok])
     cases = []
     for key in sorted(base_rows.keys() | new_rows.keys(), key=lambda k: (k[0].lower(), *k[1:])):
         if key not in new_rows:
@@ -300,11 +321,12 @@ def compare(
         else:
             b, n = base_rows[key], new_rows[key]
             environments = base.environment_of(b), new.environment_of(n)
-            cases.append(compare_rows(b, n, threshold_pct, *environments, noise or 0.0, instructions_threshold_pct))
+            drifted = drift if drift is not None and b.device == "cpu" else 1.0
+            cases.append(compare_rows(b, n, threshold_pct, *environments, noise or 0.0, instructions_threshold_pct, drifted))
     order = {call: i for i, call in enumerate(Call)}
     cases.sort(key=lambda case: order[case.call])  # regressions first
-    notes = _tier_notes(cases) + _run_notes(base, new, noise)
-    return Comparison(base.source, new.source, threshold_pct, tuple(cases), tuple(notes), noise, instructions_threshold_pct)
+    notes = _tier_notes(cases) + _run_notes(base, new, noise, drift)
+    return Comparison(base.source, new.source, threshold_pct, tuple(cases), tuple(notes), noise, instructions_threshold_pct, drift)
 
 
 # The calls whose ops are listed unless every case's are asked for; a case whose op events per step moved

@@ -9,7 +9,8 @@ measurement windows, nor below the noise between the two runs as all their cases
 
 From a case's spread and processes follows the smallest slowdown a comparison measured alike calls
 ``slower`` 9 times in 10 (``RatioEstimate.detectable_pct``), and how many processes a side would settle
-a change of a given size (``processes_needed``).
+a change of a given size (``processes_needed``). Two runs made minutes apart on a shared machine can differ
+by the machine's own speed; the calibration each case's process takes measures that (``calibration_drift``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 # Standard deviation of log(step time) between processes of one case on a shared machine.
 PROCESS_NOISE_FLOOR = 0.02
@@ -112,6 +113,21 @@ def run_noise(sides: Sequence[tuple[Sequence[float], Sequence[float]]]) -> float
     ]
     middle = statistics.median(scaled)
     return 1.4826 * statistics.median(abs(x - middle) for x in scaled)
+
+
+def calibration_drift(pairs: Sequence[tuple[Mapping[str, float], Mapping[str, float]]]) -> float | None:
+    """How many times slower the machine ran for NEW than for BASE, by the calibration each case's process took.
+
+    Each pair is one case's ``prices_us`` on the two sides: fixed torch ops timed in the case's own process,
+    whatever the case's code, so where the code changed and the machine did not they agree. A case's drift is
+    the geometric mean of its prices' ratios; the runs' is the median over cases. None without a priced pair.
+    """
+    drifts = []
+    for base, new in pairs:
+        logs = [math.log(new[name] / base[name]) for name in base.keys() & new.keys() if base[name] > 0 and new[name] > 0]
+        if logs:
+            drifts.append(statistics.fmean(logs))
+    return math.exp(statistics.median(drifts)) if drifts else None
 
 
 def processes_needed(spread: float, ratio: float, threshold_pct: float, estimated: bool = False) -> int | None:

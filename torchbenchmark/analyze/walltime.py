@@ -5,7 +5,8 @@ A case is ``slower`` only when the ratio is past the practical threshold *and* i
 whose measurement could not catch a slowdown of ``INCONCLUSIVE_BEYOND`` times the threshold is
 ``inconclusive`` (a gate that cannot see does not say "same"), and says how many processes a side would let
 it see. What spreads a side (its windows, its processes, the noise between the runs) widens the interval, and
-a side whose threads waited for a CPU in too many steps holds that wait as one more floor under the spread:
+a side whose threads waited for a CPU in too many steps holds that wait as one more floor under the spread;
+a slower or faster call that the machine's own drift between the runs could explain is inconclusive:
 so a side's marks are shown beside the call (``analyze.compare``), not instead of it. The statistics are
 ``analyze.ratios``.
 """
@@ -108,10 +109,23 @@ def processes_to_see(estimate: RatioEstimate, threshold_pct: float) -> int | Non
     return processes_needed(estimate.spread, 1.0 + _sees(threshold_pct) / 100.0, threshold_pct, estimated=estimate.df > 0)
 
 
-def wall_time(base: CaseResult, new: CaseResult, threshold_pct: float, noise: float = 0.0) -> WallTime | None:
+def _within_drift(call: Call, estimate: RatioEstimate, drift: float) -> str | None:
+    """Why a change called slower (faster) is not one: its interval reaches the machine's own slowdown (speed-up)
+    between the runs, so the code's change cannot be told from the machine's."""
+    if call == Call.SLOWER and estimate.low <= drift or call == Call.FASTER and estimate.high >= drift:
+        way = "slower" if drift > 1 else "faster"
+        return (
+            f"the machine itself ran {shown_pct(100 * abs(drift - 1))} {way} for NEW (the calibration its cases' processes took), "
+            "within this case's interval: sweeps made apart drift; take turns and compare --pool"
+        )
+    return None
+
+
+def wall_time(base: CaseResult, new: CaseResult, threshold_pct: float, noise: float = 0.0, drift: float = 1.0) -> WallTime | None:
     """The wall-time call of a case ok on both sides; None where a side has no step times.
 
-    ``noise`` is the two runs' ``run_noise``, a floor under the case's spread.
+    ``noise`` is the two runs' ``run_noise``, a floor under the case's spread; ``drift`` how many times slower
+    the machine ran for NEW (``calibration_drift``): a change the drift could make is no call.
     """
     base_samples, new_samples = process_medians(base), process_medians(new)
     if not base_samples or not new_samples:
@@ -119,6 +133,8 @@ def wall_time(base: CaseResult, new: CaseResult, threshold_pct: float, noise: fl
     waits = max(_wait_spread(base), _wait_spread(new))
     estimate = ratio_interval(base_samples, new_samples, max(_window_spread(base, new), noise, waits))
     call, notes = _timed_call(base, new, estimate, threshold_pct)
+    if drifted := _within_drift(call, estimate, drift):
+        return WallTime(Call.INCONCLUSIVE, estimate, (*notes, drifted))
     catches = estimate.detectable_pct(threshold_pct)
     if call != Call.SAME or catches <= _sees(threshold_pct):
         return WallTime(call, estimate, tuple(notes))
