@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository r
 
 from benchmarks._report import record
 from torchbenchmark.analyze.compare import Comparison, compare, compare_rows
+from torchbenchmark.analyze.walltime import Between
 from torchbenchmark.api import load_summary
 from torchbenchmark.results.records import RunRecord, summary_of_records
 from torchbenchmark.results.schema import Call, CaseResult, Samples, Status
@@ -151,7 +152,7 @@ def calibration(runs: list[list[Pair]], slices: list[slice]) -> Rate:
             for ra, rb, env_a, env_b in pairs:
                 if catches.get(rb.key) is not None:
                     slower = scaled(rb, 1 + catches[rb.key] / 100, part)
-                    case = compare_rows(scaled(ra, 1.0, part), slower, same.threshold_pct, env_a, env_b, same.run_noise or 0.0)
+                    case = compare_rows(scaled(ra, 1.0, part), slower, same.threshold_pct, env_a, env_b, Between(same.run_noise or 0.0))
                     called.called += case.call == Call.SLOWER
                     called.total += 1
     return called

@@ -28,6 +28,7 @@ from torchbenchmark.analyze.ratios import (
     t95,
 )
 from torchbenchmark.analyze.verdict import verdict
+from torchbenchmark.analyze.walltime import Between
 from torchbenchmark.api import compare
 from torchbenchmark.report.tables import render_comparison
 from torchbenchmark.results.files import dumps
@@ -686,7 +687,7 @@ def test_the_same_slowdown_among_quiet_runs_is_called() -> None:
 def test_compare_rows_takes_the_run_noise_as_a_floor() -> None:
     base, new = row("m", [10.0]), row("m", [11.2])
     assert compare_rows(base, new, 5.0, ENV, ENV).call == "slower"
-    called = compare_rows(base, new, 5.0, ENV, ENV, noise=0.05)
+    called = compare_rows(base, new, 5.0, ENV, ENV, Between(noise=0.05))
     assert called.call == "inconclusive" and called.estimate.spread == 0.05  # within noise this wide, "same" says nothing
 
 

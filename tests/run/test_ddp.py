@@ -143,6 +143,14 @@ def test_two_ranks_give_per_rank_traces_comm_share_and_leave_nothing(monkeypatch
         assert (info["rank"], info["world_size"], info["backend"]) == (rank, 2, "gloo")
         assert summarize_comm(document["traceEvents"]).comm_ms > 0, "no collective in the rank's trace"
     assert row.traces.light == ddp.ranks[0].trace
+    # The single-process engine's row: the estimate's interval and terms, the time split, the bound.
+    dispatch = row.dispatch
+    assert dispatch is not None and dispatch.overhead_interval is not None and dispatch.terms_us
+    assert dispatch.overhead_interval[0] <= dispatch.fraction <= dispatch.overhead_interval[1]
+    step_us = row.step_time.median_ms * 1e3
+    assert sum(dispatch.terms_us.values()) == pytest.approx(dispatch.fraction * step_us, rel=0.01)
+    assert row.time_split is not None and row.bound is not None
+    assert row.attribution is not None and "no detailed profile" in (row.attribution.attribution_note or "")
     document = row.to_dict()["distributed"]
     assert document["step_time_ms_per_rank"] == [rank.step_median_ms for rank in ddp.ranks]
     assert CaseResult.from_dict(row.to_dict()) == row, "the distributed figures do not round-trip through JSON"

@@ -28,7 +28,7 @@ from torchbenchmark.analyze.counts import (
 from torchbenchmark.analyze.opdiff import OpDiff, TraceOps, op_diff, read_trace_ops
 from torchbenchmark.analyze.overhead import EVENT_KINDS
 from torchbenchmark.analyze.ratios import PROCESS_NOISE_FLOOR, RatioEstimate, calibration_drift, run_noise
-from torchbenchmark.analyze.walltime import INCONCLUSIVE_BEYOND, process_medians, row_verdict, wall_time
+from torchbenchmark.analyze.walltime import INCONCLUSIVE_BEYOND, Between, process_medians, row_verdict, wall_time
 from torchbenchmark.results.codec import encode
 from torchbenchmark.results.frames import dataframe
 from torchbenchmark.results.records import Summary, changed, machine_fingerprint
@@ -187,12 +187,10 @@ def compare_rows(
     threshold_pct: float,
     base_env: dict[str, Any],
     new_env: dict[str, Any],
-    noise: float = 0.0,
+    between: Between = Between(),
     instructions_threshold_pct: float = DEFAULT_INSTRUCTIONS_THRESHOLD_PCT,
-    drift: float = 1.0,
 ) -> CaseComparison:
-    """Call one case present on both sides; ``noise`` is the two runs' ``run_noise``, a floor under its spread,
-    and ``drift`` their ``calibration_drift`` (1: none known), the machine's own change in speed between them.
+    """Call one case present on both sides; ``between`` is what lies between the two runs (``analyze.walltime``).
 
     Its wall-time call (``analyze.walltime``) and, where both sides counted instructions, the counts' call
     (``analyze.counts``) make the case's call; a side's marks are noted beside it.
@@ -220,7 +218,7 @@ def compare_rows(
     counts = None if counted is None else counted.call(instructions_threshold_pct, ops_moved)
     beside = _marks(base, new) + ([events_note(moved)] if moved else [])
     fields.update(instructions=counted, counts_call=counts, op_events=moved)
-    timed = wall_time(base, new, threshold_pct, noise, drift)
+    timed = wall_time(base, new, threshold_pct, between)
     if timed is None:
         call, reason = combined_call(Call.NOT_COMPARED, counts)
         return CaseComparison(**fields, call=call, reason=reason if counts else None, notes=(*notes, "no step times", *beside))
@@ -321,8 +319,8 @@ def compare(
         else:
             b, n = base_rows[key], new_rows[key]
             environments = base.environment_of(b), new.environment_of(n)
-            drifted = drift if drift is not None and b.device == "cpu" else 1.0
-            cases.append(compare_rows(b, n, threshold_pct, *environments, noise or 0.0, instructions_threshold_pct, drifted))
+            between = Between(noise or 0.0, drift if drift is not None and b.device == "cpu" else 1.0)
+            cases.append(compare_rows(b, n, threshold_pct, *environments, between, instructions_threshold_pct))
     order = {call: i for i, call in enumerate(Call)}
     cases.sort(key=lambda case: order[case.call])  # regressions first
     notes = _tier_notes(cases) + _run_notes(base, new, noise, drift)

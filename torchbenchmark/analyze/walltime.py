@@ -121,19 +121,25 @@ def _within_drift(call: Call, estimate: RatioEstimate, drift: float) -> str | No
     return None
 
 
-def wall_time(base: CaseResult, new: CaseResult, threshold_pct: float, noise: float = 0.0, drift: float = 1.0) -> WallTime | None:
-    """The wall-time call of a case ok on both sides; None where a side has no step times.
+@dataclasses.dataclass(frozen=True)
+class Between:
+    """What lies between two runs, whatever their code: the noise all their cases show (``run_noise``), a floor
+    under each case's spread; and how many times slower the machine ran for NEW (``calibration_drift``), within
+    which a change is no call."""
 
-    ``noise`` is the two runs' ``run_noise``, a floor under the case's spread; ``drift`` how many times slower
-    the machine ran for NEW (``calibration_drift``): a change the drift could make is no call.
-    """
+    noise: float = 0.0
+    drift: float = 1.0
+
+
+def wall_time(base: CaseResult, new: CaseResult, threshold_pct: float, between: Between = Between()) -> WallTime | None:
+    """The wall-time call of a case ok on both sides; None where a side has no step times."""
     base_samples, new_samples = process_medians(base), process_medians(new)
     if not base_samples or not new_samples:
         return None
     waits = max(_wait_spread(base), _wait_spread(new))
-    estimate = ratio_interval(base_samples, new_samples, max(_window_spread(base, new), noise, waits))
+    estimate = ratio_interval(base_samples, new_samples, max(_window_spread(base, new), between.noise, waits))
     call, notes = _timed_call(base, new, estimate, threshold_pct)
-    if drifted := _within_drift(call, estimate, drift):
+    if drifted := _within_drift(call, estimate, between.drift):
         return WallTime(Call.INCONCLUSIVE, estimate, (*notes, drifted))
     catches = estimate.detectable_pct(threshold_pct)
     if call != Call.SAME or catches <= _sees(threshold_pct):

@@ -34,11 +34,9 @@ from typing import Any  # noqa: E402
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
-from torchbenchmark.analyze import pricing, verdict  # noqa: E402
+from torchbenchmark.analyze import verdict  # noqa: E402
 from torchbenchmark.analyze.comm import summarize_comm  # noqa: E402
-from torchbenchmark.analyze.overhead import overhead_events_of_trace  # noqa: E402
 from torchbenchmark.analyze.stats import relative_change_pct  # noqa: E402
-from torchbenchmark.analyze.steps import TraceSummary, summarize_trace  # noqa: E402
 from torchbenchmark.analyze.trace import load_events  # noqa: E402
 from torchbenchmark.measure.calibration import calibration_for  # noqa: E402
 from torchbenchmark.measure.environment import collect_environment  # noqa: E402
@@ -48,21 +46,9 @@ from torchbenchmark.measure.steady import steady_process  # noqa: E402
 from torchbenchmark.registry import meta_of, model_class  # noqa: E402
 from torchbenchmark.results.files import write_atomic  # noqa: E402
 from torchbenchmark.results.records import RunRecord, RunState, new_run_id, timestamp  # noqa: E402
-from torchbenchmark.results.schema import (  # noqa: E402
-    CaseResult,
-    Dispatch,
-    Distortion,
-    Distributed,
-    Measurement,
-    RankFigures,
-    Samples,
-    Status,
-    StepTime,
-    Traces,
-    Warmup,
-)
+from torchbenchmark.results.schema import CaseResult, Distributed, RankFigures, Status  # noqa: E402
 from torchbenchmark.results.spec import DEFAULT_OUT, DEFAULT_TIMEOUT_S, Budget, CaseRequest, CaseSpec  # noqa: E402
-from torchbenchmark.run import ddp, outdir  # noqa: E402
+from torchbenchmark.run import ddp, engine, outdir  # noqa: E402
 from torchbenchmark.run.failures import describe_failure  # noqa: E402
 
 log = logging.getLogger(__name__)
@@ -134,19 +120,6 @@ class RankRun:
     figures: RankFigures
     overlap_pct: float
     measured: Characterisation
-    profiled_ms: float  # the light profile's median step
-
-
-@dataclasses.dataclass(frozen=True)
-class RankZero:
-    """What rank 0 alone knows: the model, its profile and the prices."""
-
-    meta: Any
-    batch_size: int | None
-    backend: str
-    calibration: pricing.Calibration
-    light: TraceSummary
-    priced: pricing.Estimate
 
 
 def _device(spec: CaseSpec) -> torch.device:
@@ -183,7 +156,7 @@ def run_rank(spec: CaseSpec, out_dir: Path, status: _Status) -> CaseResult | Non
         figures = RankFigures(rank, socket.gethostname(), measured.steps.median_ms, comm.comm_pct, comm.exposed_comm_pct, relative)
         status("gather")
         gathered: list[Any] = [None] * world_size if rank == 0 else []
-        dist.gather_object(RankRun(figures, comm.overlap_pct, measured, profiled.steps.median_ms), gathered if rank == 0 else None, dst=0)
+        dist.gather_object(RankRun(figures, comm.overlap_pct, measured), gathered if rank == 0 else None, dst=0)
         # Every rank past the gather before any tears the group down: a rank that left while another still
         # held its connections died in gloo's teardown.
         dist.barrier()
@@ -193,13 +166,11 @@ def run_rank(spec: CaseSpec, out_dir: Path, status: _Status) -> CaseResult | Non
     status("done")
     if rank != 0 or calibration is None:
         return None
-    steps = measured.steps
-    priced = pricing.estimate(
-        overhead_events_of_trace(profiled.trace_path), calibration, steps.median_ms, steps.iqr_ms, step_min_ms=steps.min_ms
-    )
     batch = model.batch_size(spec.mode) if callable(getattr(model, "batch_size", None)) else spec.batch_size
-    zero = RankZero(meta, batch, BACKENDS[device.type], calibration, summarize_trace(profiled.trace_path, top=spec.top_ops), priced)
-    return _row(spec, zero, gathered, timings)
+    row = CaseResult(model=meta.name, mode=spec.mode, device=spec.device_type, status=Status.OK, variant=spec.variant)
+    row = dataclasses.replace(row, batch_size=batch, family=meta.family)
+    zero = engine.Measured(batch, measured, calibration, profiles={"light": profiled})
+    return _row(spec, row, meta, zero, gathered, out_dir, timings)
 
 
 def _distributed(backend: str, gathered: Sequence[RankRun]) -> Distributed:
@@ -222,43 +193,28 @@ def _distributed(backend: str, gathered: Sequence[RankRun]) -> Distributed:
     )
 
 
-def _row(spec: CaseSpec, zero: RankZero, gathered: Sequence[RankRun], timings: dict[str, float]) -> CaseResult:
-    """The case's row, on rank 0: the slowest rank's step time, rank 0's profile, every rank's figures."""
-    measured = max(gathered, key=lambda run: run.figures.step_median_ms).measured
-    steps, light = measured.steps, zero.light
-    fraction = zero.priced.fraction  # rank 0's profile, priced per event
-    if light.gpu_busy_fraction is not None:
-        fraction = 1.0 - light.gpu_busy_fraction
-    dispatch = Dispatch(
-        verdict.verdict(fraction),
-        min(1.0, fraction),
-        light.ops_per_step,
-        light.median_op_us,
-        zero.calibration.prices.call_us,
-        overhead_fraction_uncapped=fraction,
-    )
-    return CaseResult(
-        model=zero.meta.name,
-        mode=spec.mode,
-        device=spec.device_type,
-        variant=spec.variant,
-        status=Status.OK,
-        batch_size=zero.batch_size,
-        family=zero.meta.family,
-        step_time=StepTime(steps.median_ms, steps.iqr_ms, steps.min_ms, steps.n),
-        distortion=Distortion(relative_change_pct(gathered[0].profiled_ms, gathered[0].measured.steps.median_ms)),
-        edge_distortion_pct=measured.edge_distortion_pct,
-        phases_pct=light.phases_pct if zero.meta.annotated else None,
-        dispatch=dispatch,
-        gpu_busy_pct=None if light.gpu_busy_fraction is None else 100.0 * light.gpu_busy_fraction,
-        top_ops=light.top_ops,
-        traces=Traces(gathered[0].figures.trace),
-        warmup=Warmup(measured.warmup_steps, measured.steady),
-        measurement=Measurement(measured.windows, measured.window_diff_pct, measured.windows_agree),
-        samples=Samples((steps.median_ms,), (measured.window_medians_ms,)),
-        timings_s=timings,
-        distributed=_distributed(zero.backend, gathered),
-    )
+def _row(
+    spec: CaseSpec,
+    row: CaseResult,
+    meta: Any,
+    zero: engine.Measured,
+    gathered: Sequence[RankRun],
+    out_dir: Path,
+    timings: dict[str, float],
+) -> CaseResult:
+    """The case's row, on rank 0, made by the single-process engine: rank 0's profile and prices (``zero``) against
+    the slowest rank's steps (a DDP step is as slow as its slowest rank), with every rank's figures beside.
+
+    What a rank cannot take is absent, as in a single process without it: the warm replay and the costs (each
+    runs steps of one rank alone, which would leave the others waiting in DDP's all-reduce), and the detailed
+    profile, so the interval rests on the cold factor and the overhead is not placed in modules.
+    """
+    slowest = max(gathered, key=lambda run: run.figures.step_median_ms).measured
+    measured = dataclasses.replace(zero, characterisation=slowest)
+    analysed = engine.analyse(spec, measured, out_dir, meta)
+    analysed = engine.attributed(spec, measured, analysed, meta.name)
+    row = engine.assemble(row, measured, analysed, out_dir, timings)
+    return dataclasses.replace(row, distributed=_distributed(BACKENDS[_device(spec).type], gathered))
 
 
 def build_parser() -> argparse.ArgumentParser:
