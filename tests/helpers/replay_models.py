@@ -1,5 +1,5 @@
 """Plain-contract plug-ins for the warm replay: one whose glue runs after large ops, one whose step checks a value,
-one through an LSTM."""
+one through an LSTM, and twins of glue whose rounds are counted in a tensor and in an int."""
 
 from __future__ import annotations
 
@@ -62,3 +62,47 @@ class SmallLSTM(PlainModel):
             self.net(self.x)[0].sum().backward()
             if step_fn is not None:
                 step_fn()
+
+
+class GlueCountedInATensor:
+    """300 rounds of glue a step (a tiny op and some Python each), their number read back from a running total the
+    step adds to in place: replayed, the add is not made, the total stands still, and the step runs no glue."""
+
+    name = "glue_counted_in_a_tensor"
+    rounds = 300
+
+    def __init__(self, device: str = "cpu", batch_size: int | None = None) -> None:
+        self.x = torch.randn(batch_size or 8, device=device)
+        self.total = torch.zeros((), dtype=torch.int64)
+        self.seen = 0
+        self.log: dict[int, float] = {}
+
+    def train(self, niter: int = 1, step_fn: Callable[[], None] | None = None) -> None:
+        self.eval(niter, step_fn)
+
+    def eval(self, niter: int = 1, step_fn: Callable[[], None] | None = None) -> None:
+        for _ in range(niter):
+            self.glue(self.count())
+            if step_fn is not None:
+                step_fn()
+
+    def count(self) -> int:
+        self.total.add_(self.rounds)
+        total = int(self.total)
+        rounds, self.seen = total - self.seen, total
+        return rounds
+
+    def glue(self, rounds: int) -> None:
+        y = self.x
+        for i in range(rounds):
+            y = y.mul(1.0001) if i % 2 else y.add(0.0001)
+            self.log[i % 7] = float(i) * 0.5 + len(self.log)
+
+
+class GlueCountedInAnInt(GlueCountedInATensor):
+    """``GlueCountedInATensor``'s twin, its rounds counted in Python: the replay runs all of them."""
+
+    name = "glue_counted_in_an_int"
+
+    def count(self) -> int:
+        return self.rounds

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -120,8 +121,9 @@ def test_a_real_steps_waits_at_joins_leave_its_gaps_by_share_when_the_replay_spe
 @pytest.mark.slow
 def test_a_sweep_replays_an_eager_cpu_step_and_keeps_a_row_for_one_that_refuses(tmp_path: Path) -> None:
     """A plain-contract step replays; one that checks its values (which a replay does not keep) is still a row,
-    priced with the cold factor alone."""
-    specs = ",".join(f"{PLUGINS}:{name}" for name in ("GlueAfterLargeOps", "ChecksItsValues"))
+    priced with the cold factor alone; and one whose replay ran other ops than its real step is not taken."""
+    names = ("GlueAfterLargeOps", "ChecksItsValues", "GlueCountedInATensor", "GlueCountedInAnInt")
+    specs = ",".join(f"{PLUGINS}:{name}" for name in names)
     done = subprocess.run(
         [sys.executable, str(ROOT / "diagnostics.py"), "--models", specs, "--modes", "eval", "--device", "cpu", "--threads", "1",
          "--steps", "5", "--no-detailed", "--no-progress", "--out", str(tmp_path), *PRICED],
@@ -135,6 +137,11 @@ def test_a_sweep_replays_an_eager_cpu_step_and_keeps_a_row_for_one_that_refuses(
     assert checks["dispatch"]["warm_gap_us"] is None
     assert "no warm replay, the cold factor alone stands: RuntimeError: counted" in (tmp_path / checks["log"]).read_text()
     assert not list(tmp_path.rglob(".*replay*"))  # the replayed steps' trace is not left behind
+    # Twins but for where they count their rounds: replayed, the tensor's count stands still and runs no glue.
+    in_tensor, in_int = rows["glue_counted_in_a_tensor"]["dispatch"], rows["glue_counted_in_an_int"]["dispatch"]
+    assert in_int["warm_gap_us"] > 0 and "the step replayed made" not in (in_int["interval_note"] or "")
+    assert in_tensor["warm_gap_us"] is None
+    assert re.search(r"the step replayed made \d op calls against the real step's 302 ", in_tensor["interval_note"]), in_tensor
 
 
 @pytest.mark.slow

@@ -21,6 +21,7 @@ import contextlib
 import ctypes
 import dataclasses
 import math
+import statistics
 import threading
 import time
 from collections.abc import Collection, Iterator, Sequence
@@ -59,6 +60,7 @@ class Warm:
     # What a replayed step spent off the CPU of its own accord, at least: the step's Python asleep, reading
     # or on a lock, with no intra-op join in it (no kernel runs).
     own_off_cpu_us: float | None = None
+    calls_per_step: float | None = None  # the op calls a replayed step made: a real step's, where the replay ran its ops
 
 
 class Abandoned(Exception):
@@ -188,10 +190,30 @@ def replayed_profiles(model: Any, mode: str, trace_paths: Sequence[Path], replay
         replay.recorded.clear()
 
 
+# A replayed step whose op calls differ from the real step's by more than this share (and one call) did not
+# run the real step: its control flow read a value the replay does not compute.
+DIVERGED_FRACTION = 0.02
+
+
+def trusted(warm: Warm | None, real_calls: float) -> tuple[Warm | None, str | None]:
+    """``warm`` where its steps made the real step's op calls (``real_calls`` a step); else None, and why: a step
+    whose Python reads back a value it wrote in place runs other code replayed, and its gap is not the real one's."""
+    if warm is None or warm.calls_per_step is None:
+        return warm, None
+    if abs(warm.calls_per_step - real_calls) <= max(1.0, DIVERGED_FRACTION * real_calls):
+        return warm, None
+    return None, (
+        f"the step replayed made {warm.calls_per_step:.0f} op calls against the real step's {real_calls:.0f} (its Python "
+        "reads values the replay does not compute): its warm gap is not used, the cold factor alone stands"
+    )
+
+
 def warm_reading(model: Any, mode: str, trace_paths: Sequence[Path], replay: Replay) -> Warm:
     """The step replayed (``replayed_profiles``), read: its least gap, each step's time off the CPU taken out as
     for a real step's, and the time steps of the RNN calls among ``replay``'s watched ops."""
     runs = replayed_profiles(model, mode, trace_paths, replay)
-    gap_us = min(run.on_cpu(overhead_events_of_trace(run.trace_path)).least_gap_us for run in runs)
+    events = [overhead_events_of_trace(run.trace_path) for run in runs]
+    gap_us = min(run.on_cpu(of_run).least_gap_us for run, of_run in zip(runs, events, strict=True))
     own_us = [us for run in runs for us in timesplit.own_off_cpu_us(run.samples, run.steps.times_ms)]
-    return Warm(gap_us, time_steps_of_calls(replay.inputs), min(own_us, default=None))
+    calls = statistics.fmean(of_run.mean_events("call") for of_run in events)
+    return Warm(gap_us, time_steps_of_calls(replay.inputs), min(own_us, default=None), calls)

@@ -277,7 +277,7 @@ def analyse(spec: CaseSpec, measured: Measured, out_dir: Path, meta: ModelMeta) 
     write_atomic(light_run.trace_path.parent / outdir.top_ops_name(outdir.spec_stem(spec)), render_top_ops(title, light))
     steps = measured.characterisation.steps
     events = overhead_events_of_trace(light_run.trace_path, shapes_path=detailed.trace_path if detailed else None)
-    warm = measured.warm
+    warm, diverged = replay.trusted(measured.warm, events.mean_events("call"))
     if detailed is None and warm is not None:  # the light trace has no shapes: the replay saw the RNN calls' inputs
         events = events.with_time_steps(warm.time_steps)
     measured_gap_us = events.least_gap_us
@@ -309,9 +309,7 @@ def analyse(spec: CaseSpec, measured: Measured, out_dir: Path, meta: ModelMeta) 
         overhead_fraction_uncapped=fraction,
         overhead_interval=interval,
         borderline=verdict.borderline(interval),
-        interval_note=f"at {threads} threads the Python between ops is uncertain: the low end counts the ops alone"
-        if threads > 1
-        else None,
+        interval_note="; ".join(note for note in (_threads_note(threads), diverged) if note) or None,
         events_per_step=priced.events_per_step,
         prices_us=dataclasses.asdict(measured.calibration.prices),
         python_us_per_step=priced.python_us,
@@ -323,6 +321,10 @@ def analyse(spec: CaseSpec, measured: Measured, out_dir: Path, meta: ModelMeta) 
     )
     phases = light.phases_pct if meta.annotated else None
     return Analysed(light, dispatch, Distortion(distortion["light"], distortion.get("detailed")), phases, gpu, priced.overhead_us)
+
+
+def _threads_note(threads: int) -> str | None:
+    return f"at {threads} threads the Python between ops is uncertain: the low end counts the ops alone" if threads > 1 else None
 
 
 def attributed(spec: CaseSpec, measured: Measured, analysed: Analysed, name: str) -> Analysed:
