@@ -400,6 +400,32 @@ def test_scaling_gives_the_batches_where_the_overhead_share_falls_to_each_thresh
     assert small.batch_at_overhead_50pct == 1  # below 50% from the first batch
 
 
+@pytest.mark.parametrize(
+    "step_ms, contradiction",
+    [
+        ({1: 40.3, 2: 23.9, 4: 21.3, 8: 19.4}, "batch 2 ran in 23.9 ms, faster than batch 1's 40.3 ms"),
+        ({1: 13.3, 2: 531.9, 4: 530.0, 8: 536.0}, None),  # grows, then flat: a fit, bounded at 100%
+        ({1: 10.0, 2: 9.5, 4: 12.0, 8: 16.0}, None),  # 5% faster at batch 2: within noise
+    ],
+    ids=["bigger batches ran faster", "a jump then flat", "a small fall"],
+)
+def test_a_scaling_fit_that_contradicts_itself_says_why_and_bounds_nothing(step_ms: dict, contradiction: str | None) -> None:
+    """llama_decode's --scaling step times as three runs read them (batch 1 is the case's own)."""
+    scaling = pricing.scaling_from_steps(step_ms, 1, fraction=0.5)
+    assert 0.0 <= scaling.fraction_upper <= 1.0
+    if contradiction is None:
+        assert scaling.contradiction is None
+        return
+    assert scaling.contradiction is not None and scaling.contradiction.startswith(contradiction)
+    assert not scaling.agrees and scaling.batch_at_overhead_50pct is None and scaling.batch_at_overhead_20pct is None
+
+
+def test_a_scaling_batch_measured_in_doubt_contradicts_the_fit() -> None:
+    steady = {b: 5.0 + 0.5 * b for b in (1, 2, 4, 8)}
+    scaling = pricing.scaling_from_steps(steady, 1, fraction=0.5, doubts={4: "windows 12% apart"})
+    assert scaling.contradiction == "batch 4: windows 12% apart" and not scaling.agrees
+
+
 def test_scaling_times_a_decode_model_at_multiples_of_its_batch() -> None:
     assert pricing.scaling_batch_sizes(1, up=True) == [2, 4, 8]
     assert pricing.scaling_batch_sizes(3, up=True) == [6, 12, 24]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -383,6 +384,10 @@ def test_scaling_notes_where_the_verdict_changes() -> None:
     assert note(scaled(6, 30)) == "dispatch-bound below batch 6, compute-bound from batch 30"
     assert note(scaled(1, 4)) == "compute-bound from batch 4"
     assert note(scaled(None, None)) == ""
+    why = "batch 2 ran in 23.9 ms, faster than batch 1's 40.3 ms: the machine's load moved between batches"
+    contradicted = dataclasses.replace(scaled(None, None).dispatch.scaling, agrees=False, contradiction=why)
+    row = ok_row(dispatch=Dispatch("dispatch-bound", 0.7, 100.0, 1.0, 1.0, scaling=contradicted))
+    assert note(row) == f"scaling contradicts itself, not read: {why}"  # not "disagrees", and no bound
 
 
 def test_a_borderline_overhead_shows_its_interval_in_percent() -> None:

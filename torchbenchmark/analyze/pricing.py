@@ -309,24 +309,52 @@ def batch_at_share(overhead_ms: float, intercept_ms: float, slope_ms: float, sha
     return max(1, math.ceil((overhead_ms / share - intercept_ms) / slope_ms - 1e-9))
 
 
-def scaling_from_steps(step_ms: Mapping[int, float], batch_size: int, fraction: float) -> Scaling:
+def threads_note(threads: int) -> str | None:
+    """Why a CPU estimate's interval is wide at more than one intra-op thread."""
+    return f"at {threads} threads the Python between ops is uncertain: the low end counts the ops alone" if threads > 1 else None
+
+
+# A larger batch whose median step is this much below a smaller one's contradicts the fit's premise.
+SCALING_FALL_FRACTION = 0.10
+
+
+def scaling_contradiction(step_ms: Mapping[int, float], doubts: Mapping[int, str] | None = None) -> str | None:
+    """Why step times by batch cannot be fitted: a batch whose measurement was not to be trusted (``doubts``,
+    by batch), or a larger batch that ran faster than a smaller one by more than ``SCALING_FALL_FRACTION``."""
+    if doubts:
+        return "; ".join(f"batch {batch}: {why}" for batch, why in sorted(doubts.items()))
+    batches = sorted(step_ms)
+    for smaller, larger in zip(batches, batches[1:], strict=False):
+        if step_ms[larger] < (1 - SCALING_FALL_FRACTION) * step_ms[smaller]:
+            return (
+                f"batch {larger} ran in {step_ms[larger]:.3g} ms, faster than batch {smaller}'s {step_ms[smaller]:.3g} ms: "
+                "the machine's load moved between batches"
+            )
+    return None
+
+
+def scaling_from_steps(step_ms: Mapping[int, float], batch_size: int, fraction: float, doubts: Mapping[int, str] | None = None) -> Scaling:
     """The overhead bound from the median step at each batch size (``batch_size``, the case's, among them),
     checked against ``fraction``, the event-based estimate, and the batches where that overhead's share
-    falls to each verdict threshold."""
+    falls to each verdict threshold; a fit that contradicts itself (``scaling_contradiction``) says why and
+    neither agrees nor places a threshold."""
     batches = tuple(sorted(step_ms))
     times = tuple(step_ms[b] for b in batches)
     slope, intercept = statistics.linear_regression(batches, times)
-    upper = max(0.0, intercept) / step_ms[batch_size]
-    agrees = AGREEMENT_BELOW * upper <= fraction <= AGREEMENT_ABOVE * upper
+    upper = min(1.0, max(0.0, intercept) / step_ms[batch_size])
+    contradiction = scaling_contradiction(step_ms, doubts)
+    agrees = contradiction is None and AGREEMENT_BELOW * upper <= fraction <= AGREEMENT_ABOVE * upper
     overhead_ms = fraction * step_ms[batch_size]
+    crossing = (lambda share: None) if contradiction else (lambda share: batch_at_share(overhead_ms, intercept, slope, share))
     return Scaling(
         batch_sizes=batches,
         step_ms=times,
         intercept_ms=intercept,
         fraction_upper=upper,
         agrees=agrees,
-        batch_at_overhead_50pct=batch_at_share(overhead_ms, intercept, slope, DISPATCH_BOUND_AT),
-        batch_at_overhead_20pct=batch_at_share(overhead_ms, intercept, slope, COMPUTE_BOUND_BELOW),
+        batch_at_overhead_50pct=crossing(DISPATCH_BOUND_AT),
+        batch_at_overhead_20pct=crossing(COMPUTE_BOUND_BELOW),
+        contradiction=contradiction,
     )
 
 

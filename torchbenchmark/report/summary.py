@@ -50,7 +50,9 @@ def note(result: CaseResult) -> str:
         low, high = dispatch.overhead_interval
         why = f" ({dispatch.interval_note})" if dispatch.interval_note else ""
         notes.append(f"borderline: overhead {100 * low:.0f}-{100 * high:.0f}%{why}")
-    if dispatch is not None and dispatch.scaling is not None and not dispatch.scaling.agrees:
+    if dispatch is not None and dispatch.scaling is not None and dispatch.scaling.contradiction:
+        notes.append(f"scaling contradicts itself, not read: {dispatch.scaling.contradiction}")
+    elif dispatch is not None and dispatch.scaling is not None and not dispatch.scaling.agrees:
         notes.append(f"scaling disagrees: bound {100 * dispatch.scaling.fraction_upper:.1f}%")
     if dispatch is not None and dispatch.scaling is not None:
         notes.extend(_crossover(dispatch.scaling))

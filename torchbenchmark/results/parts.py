@@ -141,12 +141,15 @@ class Scaling(Record):
     batch_sizes: tuple[int, ...] = json_field(bound=AT_LEAST_ONE)
     step_ms: tuple[float, ...] = json_field(bound=DURATION_MS)  # median step time at each batch size
     intercept_ms: float
-    fraction_upper: float = json_field(bound=NON_NEGATIVE)  # intercept over the step at the case's batch
+    fraction_upper: float = json_field(bound=NON_NEGATIVE)  # intercept over the step at the case's batch (at most 1 since 2026-12)
     agrees: bool  # whether the event-based estimate is consistent with it (analyze.pricing.AGREEMENT_*)
     # The batch from which the overhead share, the event-based overhead over the fitted step time, falls to
     # 50% (below it: dispatch-bound) and to 20% (from it: compute-bound); None: the line does not grow.
     batch_at_overhead_50pct: int | None = json_field(default=None, bound=AT_LEAST_ONE)
     batch_at_overhead_20pct: int | None = json_field(default=None, bound=AT_LEAST_ONE)
+    # Why the fit is not to be read (a larger batch ran faster than a smaller one; a batch's windows disagreed):
+    # then it bounds nothing and agrees with nothing. None: it stands.
+    contradiction: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)

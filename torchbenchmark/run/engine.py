@@ -75,6 +75,7 @@ class Measured:
     costs: Costs | None = None  # taken with the profiles, once per case
     scaling_step_ms: dict[int, float] | None = None  # --scaling: median step at each smaller batch
     scaling_failed: str | None = None  # --scaling: the batch it could not run, and why
+    scaling_doubts: dict[int, str] | None = None  # --scaling: the batches whose measurement is not to be trusted, and why
     remedy: RemedyReport | None = None  # a precision or layout variant: how it ran and compared with eager
     warm: replay.Warm | None = None  # the step replayed warm
     instructions: Instructions | None = None  # --instructions: the step counted under callgrind, or why not
@@ -215,33 +216,35 @@ def _profile(
         calibration = calibration.with_rnn_step_added(extra_us)
         log.info("%s %s: an RNN time step costs %.2f µs more at %d threads than at one", spec.model, spec.mode, extra_us, threads)
         laps("rnn threads")
-    scaling_step_ms, scaling_failed = None, None
+    scaling_step_ms, scaling_failed, doubts = None, None, None
     batches = pricing.scaling_batch_sizes(measured.batch_size or 1, up=meta_of(cls).scale_batch_up) if spec.scaling else []
     if len(batches) >= 2:
         del model  # one build at a time, not two models in memory
         laps.announce("scaling")
-        scaling_step_ms, scaling_failed = _scaled(cls, spec, config, batches, device, measured.batch_size or 1)
+        scaling_step_ms, scaling_failed, doubts = _scaled(cls, spec, config, batches, device, measured.batch_size or 1)
         laps("scaling")
     return dataclasses.replace(
         measured, calibration=calibration, profiles=profiles, costs=costs, scaling_step_ms=scaling_step_ms, warm=warm,
-        scaling_failed=scaling_failed,
+        scaling_failed=scaling_failed, scaling_doubts=doubts,
     )  # fmt: skip
 
 
 def _scaled(
     cls: type, spec: CaseSpec, config: Mapping[str, Any] | None, batches: list[int], device: torch.device, own: int
-) -> tuple[dict[int, float], str | None]:
-    """The median step at each of ``batches``, nearest the case's ``own`` first, up to the first that fails, and
-    why it failed: the case's figures stand whatever a batch it was not asked for does (out of memory at a larger one)."""
+) -> tuple[dict[int, float], str | None, dict[int, str]]:
+    """The median step at each of ``batches``, nearest the case's ``own`` first, up to the first that fails; why it failed
+    (the case's figures stand whatever a batch it was not asked for does); the batches whose measurement is in doubt."""
     step_ms: dict[int, float] = {}
+    doubts: dict[int, str] = {}
     for batch in sorted(batches, key=lambda b: abs(b - own)):
         try:
-            step_ms[batch] = characterise(
-                _build(cls, spec, batch, config), spec.mode, pricing.scaling_budget(spec.budget), Pace.on(device)
-            ).steps.median_ms
+            taken = characterise(_build(cls, spec, batch, config), spec.mode, pricing.scaling_budget(spec.budget), Pace.on(device))
         except Exception as error:
-            return step_ms, f"failed at batch {batch}: {describe_failure(error, spec.mode)[1]}"
-    return step_ms, None
+            return step_ms, f"failed at batch {batch}: {describe_failure(error, spec.mode)[1]}", doubts
+        step_ms[batch] = taken.steps.median_ms
+        if not taken.windows_agree or not taken.steady:
+            doubts[batch] = f"windows {taken.window_diff_pct:.0f}% apart" if not taken.windows_agree else "warm-up not steady"
+    return step_ms, None, doubts
 
 
 def _replayed(spec: CaseSpec, model: Any, folder: Path, median_ms: float, laps: Laps) -> replay.Warm | None:
@@ -309,7 +312,7 @@ def analyse(spec: CaseSpec, measured: Measured, out_dir: Path, meta: ModelMeta) 
         overhead_fraction_uncapped=fraction,
         overhead_interval=interval,
         borderline=verdict.borderline(interval),
-        interval_note="; ".join(note for note in (_threads_note(threads), diverged) if note) or None,
+        interval_note="; ".join(note for note in (pricing.threads_note(threads), diverged) if note) or None,
         events_per_step=priced.events_per_step,
         prices_us=dataclasses.asdict(measured.calibration.prices),
         python_us_per_step=priced.python_us,
@@ -321,10 +324,6 @@ def analyse(spec: CaseSpec, measured: Measured, out_dir: Path, meta: ModelMeta) 
     )
     phases = light.phases_pct if meta.annotated else None
     return Analysed(light, dispatch, Distortion(distortion["light"], distortion.get("detailed")), phases, gpu, priced.overhead_us)
-
-
-def _threads_note(threads: int) -> str | None:
-    return f"at {threads} threads the Python between ops is uncertain: the low end counts the ops alone" if threads > 1 else None
 
 
 def attributed(spec: CaseSpec, measured: Measured, analysed: Analysed, name: str) -> Analysed:
@@ -354,7 +353,8 @@ def time_split_of(measured: Measured) -> TimeSplit | None:
 def _scaling(measured: Measured, median_ms: float, fraction: float) -> Scaling | None:
     if not measured.scaling_step_ms or measured.batch_size is None:
         return None
-    return pricing.scaling_from_steps({**measured.scaling_step_ms, measured.batch_size: median_ms}, measured.batch_size, fraction)
+    step_ms = {**measured.scaling_step_ms, measured.batch_size: median_ms}
+    return pricing.scaling_from_steps(step_ms, measured.batch_size, fraction, measured.scaling_doubts)
 
 
 def _speedup(measured: Measured) -> float | None:
