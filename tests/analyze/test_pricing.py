@@ -420,10 +420,11 @@ def test_a_scaling_fit_that_contradicts_itself_says_why_and_bounds_nothing(step_
     assert not scaling.agrees and scaling.batch_at_overhead_50pct is None and scaling.batch_at_overhead_20pct is None
 
 
-def test_a_scaling_batch_measured_in_doubt_contradicts_the_fit() -> None:
+def test_a_scaling_batch_measured_in_doubt_is_noted_and_the_fit_stands() -> None:
     steady = {b: 5.0 + 0.5 * b for b in (1, 2, 4, 8)}
-    scaling = pricing.scaling_from_steps(steady, 1, fraction=0.5, doubts={4: "windows 12% apart"})
-    assert scaling.contradiction == "batch 4: windows 12% apart" and not scaling.agrees
+    scaling = pricing.scaling_from_steps(steady, 1, fraction=0.5, doubts={4: "windows 12% apart", 2: "warm-up not steady"})
+    assert scaling.doubt == "batch 2: warm-up not steady; batch 4: windows 12% apart"
+    assert scaling.contradiction is None and scaling.batch_at_overhead_20pct is not None
 
 
 def test_scaling_times_a_decode_model_at_multiples_of_its_batch() -> None:

@@ -388,6 +388,9 @@ def test_scaling_notes_where_the_verdict_changes() -> None:
     contradicted = dataclasses.replace(scaled(None, None).dispatch.scaling, agrees=False, contradiction=why)
     row = ok_row(dispatch=Dispatch("dispatch-bound", 0.7, 100.0, 1.0, 1.0, scaling=contradicted))
     assert note(row) == f"scaling contradicts itself, not read: {why}"  # not "disagrees", and no bound
+    doubted = dataclasses.replace(scaled(6, 30).dispatch.scaling, doubt="batch 2: windows 4% apart")
+    row = ok_row(dispatch=Dispatch("dispatch-bound", 0.7, 100.0, 1.0, 1.0, scaling=doubted))
+    assert note(row) == "scaling in doubt: batch 2: windows 4% apart; dispatch-bound below batch 6, compute-bound from batch 30"
 
 
 def test_a_borderline_overhead_shows_its_interval_in_percent() -> None:

@@ -318,11 +318,9 @@ def threads_note(threads: int) -> str | None:
 SCALING_FALL_FRACTION = 0.10
 
 
-def scaling_contradiction(step_ms: Mapping[int, float], doubts: Mapping[int, str] | None = None) -> str | None:
-    """Why step times by batch cannot be fitted: a batch whose measurement was not to be trusted (``doubts``,
-    by batch), or a larger batch that ran faster than a smaller one by more than ``SCALING_FALL_FRACTION``."""
-    if doubts:
-        return "; ".join(f"batch {batch}: {why}" for batch, why in sorted(doubts.items()))
+def scaling_contradiction(step_ms: Mapping[int, float]) -> str | None:
+    """Why step times by batch cannot be fitted: a larger batch that ran faster than a smaller one by more than
+    ``SCALING_FALL_FRACTION`` (the load on the machine moved between them)."""
     batches = sorted(step_ms)
     for smaller, larger in zip(batches, batches[1:], strict=False):
         if step_ms[larger] < (1 - SCALING_FALL_FRACTION) * step_ms[smaller]:
@@ -337,12 +335,12 @@ def scaling_from_steps(step_ms: Mapping[int, float], batch_size: int, fraction: 
     """The overhead bound from the median step at each batch size (``batch_size``, the case's, among them),
     checked against ``fraction``, the event-based estimate, and the batches where that overhead's share
     falls to each verdict threshold; a fit that contradicts itself (``scaling_contradiction``) says why and
-    neither agrees nor places a threshold."""
+    neither agrees nor places a threshold. ``doubts``: batches measured as a row would be marked for."""
     batches = tuple(sorted(step_ms))
     times = tuple(step_ms[b] for b in batches)
     slope, intercept = statistics.linear_regression(batches, times)
     upper = min(1.0, max(0.0, intercept) / step_ms[batch_size])
-    contradiction = scaling_contradiction(step_ms, doubts)
+    contradiction = scaling_contradiction(step_ms)
     agrees = contradiction is None and AGREEMENT_BELOW * upper <= fraction <= AGREEMENT_ABOVE * upper
     overhead_ms = fraction * step_ms[batch_size]
     crossing = (lambda share: None) if contradiction else (lambda share: batch_at_share(overhead_ms, intercept, slope, share))
@@ -355,6 +353,7 @@ def scaling_from_steps(step_ms: Mapping[int, float], batch_size: int, fraction: 
         batch_at_overhead_50pct=crossing(DISPATCH_BOUND_AT),
         batch_at_overhead_20pct=crossing(COMPUTE_BOUND_BELOW),
         contradiction=contradiction,
+        doubt="; ".join(f"batch {batch}: {why}" for batch, why in sorted(doubts.items())) if doubts else None,
     )
 
 

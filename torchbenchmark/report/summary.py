@@ -54,6 +54,8 @@ def note(result: CaseResult) -> str:
         notes.append(f"scaling contradicts itself, not read: {dispatch.scaling.contradiction}")
     elif dispatch is not None and dispatch.scaling is not None and not dispatch.scaling.agrees:
         notes.append(f"scaling disagrees: bound {100 * dispatch.scaling.fraction_upper:.1f}%")
+    if dispatch is not None and dispatch.scaling is not None and dispatch.scaling.doubt:
+        notes.append(f"scaling in doubt: {dispatch.scaling.doubt}")
     if dispatch is not None and dispatch.scaling is not None:
         notes.extend(_crossover(dispatch.scaling))
     if dispatch is not None and dispatch.scaling_failed:

@@ -147,9 +147,10 @@ class Scaling(Record):
     # 50% (below it: dispatch-bound) and to 20% (from it: compute-bound); None: the line does not grow.
     batch_at_overhead_50pct: int | None = json_field(default=None, bound=AT_LEAST_ONE)
     batch_at_overhead_20pct: int | None = json_field(default=None, bound=AT_LEAST_ONE)
-    # Why the fit is not to be read (a larger batch ran faster than a smaller one; a batch's windows disagreed):
-    # then it bounds nothing and agrees with nothing. None: it stands.
+    # Why the fit is not to be read (a larger batch ran more than 10% faster than a smaller one): then it agrees
+    # with nothing and places no crossover. None: it stands.
     contradiction: str | None = None
+    doubt: str | None = None  # the batches measured as a row would be marked for (windows apart, warm-up not steady)
 
 
 @dataclasses.dataclass(frozen=True)
