@@ -186,11 +186,13 @@ def test_exit_codes_end_to_end(tmp_path: Path) -> None:
     slower = diagnostics("compare", str(tmp_path / "a"), str(tmp_path / "slow" / "summary.json"), "--threshold", "50")
     expected = (3, "inconclusive") if _cannot_see(slower.stdout) else (1, "slower")  # whatever the ratio
     assert slower.returncode == expected[0], slower.stdout + slower.stderr
-    table = [line for line in slower.stdout.splitlines() if "work_model" in line and not line.startswith("ops that moved")]
+    table = [line for line in slower.stdout.splitlines() if "work_model" in line and not line.startswith(("ops that moved", " "))]
     assert [line.split()[0] for line in table] == [expected[1]]
     record = next((tmp_path / "slow" / "runs").glob("*.json"))
     faster = diagnostics("compare", str(record), str(tmp_path / "b"), "--threshold", "50", "--allow-inconclusive")
-    calls = [line.split()[0] for line in faster.stdout.splitlines() if "work_model" in line and not line.startswith("ops that moved")]
+    calls = [
+        line.split()[0] for line in faster.stdout.splitlines() if "work_model" in line and not line.startswith(("ops that moved", " "))
+    ]
     assert faster.returncode == 0 and calls == ["faster"], faster.stdout
     # A sweep with --baseline gates in the same command.
     gated = diagnostics(*sweep, "--out", str(tmp_path / "gated"), "--baseline", str(tmp_path / "a"), "--threshold", "50", work=4)
@@ -208,7 +210,8 @@ def _cannot_see(output: str) -> bool:
 def test_the_comparison_table_is_pinned() -> None:
     base = side(row("slow", [10.0] * 3), row("flat", [2.0] * 3), row("gone", [1.0]))
     new = side(row("slow", [11.0] * 3, batch_size=8), row("flat", [2.0] * 3, verdict="mixed"), row("added", [1.0]))
-    text = render_comparison(compare(base, new)).splitlines()
+    comparison = compare(base, new)
+    text = render_comparison(comparison).splitlines()
     assert text[:4] == [
         "base: side",
         "new:  side",
@@ -216,64 +219,28 @@ def test_the_comparison_table_is_pinned() -> None:
         "catches: slowdowns of 7.2% or more, 9 times in 10, in the median case",
     ]
     header, rule, *rows = text[5:11]
-    assert header.split() == [
-        "call",
-        "model",
-        "mode",
-        "device",
-        "base",
-        "ms",
-        "new",
-        "ms",
-        "new/base",
-        "95%",
-        "interval",
-        "n",
-        "catches",
-        "verdict",
-        "note",
-    ]
-    assert rows[0].split() == [
-        "slower",
-        "slow",
-        "train",
-        "cpu",
-        "10.0",
-        "11.0",
-        "1.100",
-        "1.065",
-        "to",
-        "1.136",
-        "3/3",
-        "7.2%",
-        "compute-bound",
-        "batch",
-        "size",
-        "4",
-        "->",
-        "8",
-    ]
-    assert rows[1].split() == [
-        "verdict",
-        "changed",
-        "flat",
-        "train",
-        "cpu",
-        "2.00",
-        "2.00",
-        "1.000",
-        "0.969",
-        "to",
-        "1.033",
-        "3/3",
-        "7.2%",
-        "compute-bound",
-        "->",
-        "mixed",
-    ]
-    assert rows[2].split() == ["only", "in", "base", "gone", "train", "cpu", "1.00", "compute-bound"]
-    assert rows[3].split() == ["only", "in", "new", "added", "train", "cpu", "1.00", "compute-bound"]
-    assert "past the 5% threshold" in text[-1] or "past the 5% threshold" in "\n".join(text)
+    assert header.split() == ["call", "model", "mode", "base", "ms", "new", "ms", "new/base", "95%", "interval", "n", "catches"]
+    assert rows[0].split() == ["slower", "slow", "train", "10.0", "11.0", "1.100", "1.065", "to", "1.136", "3/3", "7.2%"]
+    assert rows[1].split() == ["verdict", "changed", "flat", "train", "2.00", "2.00", "1.000", "0.969", "to", "1.033", "3/3", "7.2%"]
+    assert rows[2].split() == ["only", "in", "base", "gone", "train", "1.00"]
+    assert rows[3].split() == ["only", "in", "new", "added", "train", "1.00"]
+    notes = text[text.index("notes:") + 1 : text.index("notes:") + 3]
+    assert notes == ["  slow train cpu: batch size 4 -> 8", "  flat train cpu: verdict compute-bound -> mixed"]
+    assert "past the 5% threshold" in "\n".join(text)
+    every = render_comparison(comparison, ["all"]).splitlines()  # --columns all: the whole table, its notes in it
+    assert every[5].split()[-2:] == ["verdict", "note"] and "notes:" not in every
+    assert render_comparison(comparison, ["model", "ratio"]).splitlines()[5].split() == ["model", "new/base"]
+
+
+def test_the_comparison_fits_120_columns_whatever_its_notes_and_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A log has no terminal: 120 columns. Long model names, marks and the machine's drift all wrap or sit under the table."""
+    monkeypatch.setenv("COLUMNS", "120")  # a log's width, where no terminal says its own
+    long_name = "fasterrcnn_mobilenet_v3_large_fpn"
+    base = side(priced(A, model=long_name), row("m", [10.0] * 3), row("n", [10.0]))
+    new = side(priced(A_AGAIN, drift=1.087, model=long_name), row("m", [10.0] * 3, batch_size=8), row("n", [10.0], verdict="mixed"))
+    text = render_comparison(compare(base, new))
+    assert "the machine itself ran 8.7% slower" in text.replace("\n ", " ").replace("  ", " ")
+    assert max(map(len, text.splitlines())) <= 120, max(text.splitlines(), key=len)
 
 
 def test_to_dict_and_repr_carry_the_calls() -> None:
@@ -584,16 +551,17 @@ def test_the_comparison_table_shows_a_left_aligned_variant_column_after_the_devi
     rows = (row("m", [10.0]), dataclasses.replace(row("m", [10.0]), variant="inductor"))
     text = render_comparison(compare(side(*rows), side(*rows), threshold_pct=2.5))
     header, _, first, second = text.split("\n\n")[1].splitlines()
-    assert header.split()[:6] == ["call", "model", "mode", "device", "variant", "base"]
+    assert header.split()[:5] == ["call", "model", "mode", "variant", "base"]
     start = header.index("variant")
     assert first[start:].startswith("eager ") and second[start:].startswith("inductor ")  # left-aligned under its header
-    assert text.split("\n\n")[2] == (
+    legend = (
         "new/base: ratio of median step times (per-process medians, geometric mean), with its 95% interval; "
         "n: processes per side; catches: the smallest slowdown a comparison measured alike calls slower 9 times in 10.\n"
         "slower/faster: past the 2.5% threshold and outside noise "
         "(the interval excludes 1); same: within the threshold or within noise; inconclusive: the case cannot see "
-        "a slowdown of 4x the threshold (a side's marks are noted beside the call).\n"
+        "a slowdown of 4x the threshold, or the machine's own drift could explain it (a side's marks are noted beside the call).\n"
     )
+    assert text.split("\n\n")[2].split() == legend.split()  # wrapped at the terminal's width
     assert "variant" not in render_comparison(compare(side(rows[0]), side(rows[0]))).split("\n\n")[1].splitlines()[0]
 
 
@@ -788,10 +756,10 @@ def test_the_table_shows_both_tiers_calls_only_where_a_case_was_counted() -> Non
     new = side(row("m", [10.0], instructions=counted(1.0135e6)), row("n", [10.0]))
     text = render_comparison(compare(base, new))
     header, _, first, second = text.split("\n\n")[1].splitlines()
-    assert header.split()[:8] == ["call", "by", "time", "by", "instructions", "model", "mode", "device"]
+    assert header.split()[:8] == ["call", "by", "time", "by", "instructions", "model", "mode", "base"]
     assert first.split()[:5] == ["slower", "same", "slower", "+1.35%", "m"]
     assert second.split()[:3] == ["same", "same", "n"]
-    assert "past the 1% instructions threshold and both sides' spread" in text.split("\n\n")[2]
+    assert "past the 1% instructions threshold and both sides' spread" in " ".join(text.split("\n\n")[2].split())
     assert "by instructions" not in render_comparison(compare(side(row("n", [10.0])), side(row("n", [10.0]))))
 
 

@@ -22,7 +22,7 @@ def test_more_ranks_than_cores_warns_before_anything_runs(tmp_path: Path, monkey
     users.write_text("the user's\n")
     # The warning comes with the flags' checks, before the output folder's (refused here: nothing runs).
     assert cli.main(["--models", "resnet18", "--ddp", "64", "--device", "cpu", "--out", str(users)]) == 2
-    err = capsys.readouterr().err
+    err = " ".join(capsys.readouterr().err.split())  # wrapped at the terminal's width
     assert "warning: --ddp 64: 64 ranks x 1 thread is more than this machine's 2 cores" in err, err
     assert users.read_text() == "the user's\n"
     assert cli.main(["--models", "resnet18", "--ddp", "2", "--threads", "1", "--device", "cpu", "--out", str(users)]) == 2

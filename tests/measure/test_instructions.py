@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -245,8 +246,10 @@ def test_a_sweep_without_valgrind_says_so_once_and_goes_on(tmp_path: Path) -> No
         timeout=600,
     )
     assert done.returncode == 0, done.stderr
-    said = [line for line in done.stderr.splitlines() if line.startswith("diagnostics.py:") and "valgrind" in line]
-    assert said == [f"diagnostics.py: --instructions: {instructions.VALGRIND_MISSING}; the cases run without counts"]
+    said = [message for message in re.split(r"\n(?! )", done.stderr) if message.startswith("diagnostics.py:") and "valgrind" in message]
+    assert [" ".join(message.split()) for message in said] == [  # one message, wrapped at the terminal's width
+        f"diagnostics.py: --instructions: {instructions.VALGRIND_MISSING}; the cases run without counts"
+    ]
     (row,) = json.loads((out / "summary.json").read_text())["results"]
     assert row["status"] == "ok" and row["instructions"]["reason"] == instructions.VALGRIND_MISSING
     assert "instructions" in row["timings_s"]

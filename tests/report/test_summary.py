@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -398,7 +399,8 @@ def test_a_borderline_overhead_shows_its_interval_in_percent() -> None:
     assert note(ok_row(dispatch=dispatch)) == "borderline: overhead 60-90%"
 
 
-def test_render_untrustworthy_lists_each_doubtful_ok_row_with_what_to_do() -> None:
+def test_render_untrustworthy_lists_each_doubtful_ok_row_with_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "120")
     rows = [
         ok_row("few", "train", n=2),  # fewer steps than a spread needs
         ok_row("three", n=3, steady=False),  # enough steps, so the machine is to blame
@@ -432,6 +434,17 @@ def test_render_untrustworthy_lists_each_doubtful_ok_row_with_what_to_do() -> No
         "  m eval cpu: warmup not steady; noisy: windows apart"
     )
     assert render_untrustworthy(rows[3:], rerun) == ""
+
+
+def test_render_untrustworthy_fits_the_terminal_and_its_command_pastes_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "120")  # a log's width, where no terminal says its own
+    row = ok_row("a_model_with_a_rather_long_name", n=3, steady=False, windows_agree=False)
+    plugin = "/home/someone/projects/plugins/" + "deep/" * 12 + "models.py:Net"
+    command = f"python diagnostics.py --models {plugin} --modes eval --device cpu --threads 1 --repeat 3 --out 'my results'"
+    text = render_untrustworthy([row], lambda _: command)
+    assert all(len(line) <= 120 for line in text.splitlines()), text
+    pasted = text.split("rerun it on a quieter machine:", 1)[1].replace(" \\\n", " ")
+    assert shlex.split(pasted) == shlex.split(command)
 
 
 def test_the_summary_json_of_a_loaded_summary_is_its_dict() -> None:

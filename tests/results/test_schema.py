@@ -145,7 +145,7 @@ def test_a_jittery_model_is_marked_on_the_progress_line_in_the_summary_and_at_th
     )
     assert done.returncode == 0, done.stderr
     progress = next(line for line in done.stderr.splitlines() if line.startswith("[1/1] jittery train cpu"))
-    assert "ms/step (IQR" in progress and "UNTRUSTWORTHY: IQR" in progress, progress
+    assert "ms/step" in progress and re.search(r"UNTRUSTWORTHY( \(\d+\))?: IQR", progress), progress  # the first mark
     assert not re.search(r"\de[+-]\d", done.stderr)
     assert "1 row not to be trusted" in done.stderr and "rerun it on a quieter machine" in done.stderr
     summary_row = next(line for line in (tmp_path / "summary.txt").read_text().splitlines() if line.startswith("jittery"))

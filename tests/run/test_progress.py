@@ -26,7 +26,8 @@ from tests.helpers.friction_models import BUILD_ENV
 from tests.helpers.processes import ROOT
 from tests.helpers.specs import friction
 from tests.helpers.sweeps import PRICED
-from torchbenchmark.run.progress import PHASE_MARKER, PhaseWatch
+from torchbenchmark.results.schema import CaseResult, Dispatch, StepTime, Warmup
+from torchbenchmark.run.progress import PHASE_MARKER, PhaseWatch, Progress
 
 PHASES_SEEN = ("building", "warming up", "measuring window 1", "light profile", "costs")
 CASE = "slow_build eval eager: "  # the progress line names the case by the name its class declares
@@ -103,6 +104,25 @@ def test_a_long_case_prints_a_line_per_phase_with_no_progress(shown) -> None:
     assert len(lines) >= 5, done.stderr
     for phase in PHASES_SEEN:
         assert f"{CASE}{phase}" in lines, (phase, lines)
+    assert max(map(len, done.stderr.splitlines())) <= 120, done.stderr  # a log's lines fit 120 columns
+
+
+@pytest.mark.parametrize("enabled, start", [(True, "[1/1 00:0"), (False, "[1/1] ")], ids=["a log", "--no-progress"])
+def test_a_case_line_fits_the_terminal_and_keeps_its_mark(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], enabled: bool, start: str
+) -> None:
+    monkeypatch.setenv("COLUMNS", "120")
+    row = CaseResult(
+        model="fasterrcnn_mobilenet_v3_large_fpn", mode="train", device="cpu", status="ok", batch_size=4,
+        step_time=StepTime(1130.0, 300.0, 1000.0, 2), dispatch=Dispatch("compute-bound", 0.08, 900.0, 1.0, 1.0),
+        warmup=Warmup(steady=False),
+    )  # fmt: skip
+    progress = Progress(1, enabled)
+    progress.finish(row.headline(compact=True))
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(start) and len(line) <= 120, line
+    assert "compute-bound 8%; UNTRUSTWORTHY (3)" in line and "IQR" not in line  # the mark before the cut
+    assert "UNTRUSTWORTHY: warmup not steady; IQR 27% of the median; only 2 steps" in row.headline()  # the whole line
 
 
 def test_a_phase_shorter_than_the_poll_is_still_shown_once() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from torchbenchmark.analyze.compare import DEFAULT_INSTRUCTIONS_THRESHOLD_PCT, DEFAULT_THRESHOLD_PCT, Comparison, compare, with_op_diffs
 from torchbenchmark.cli.args import EXIT_OK, Parser, UsageError, check_new_files, percent
 from torchbenchmark.report.page import render_comparison_report
-from torchbenchmark.report.tables import render_comparison
+from torchbenchmark.report.tables import COLUMN_NAMES, render_comparison
 from torchbenchmark.results.files import StorageError, dumps, write_atomic
 from torchbenchmark.results.records import Summary
 from torchbenchmark.run import outdir
@@ -54,6 +54,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="list the ops that moved for every case, not only those slower, faster or inconclusive or whose op events moved",
     )
+    parser.add_argument(
+        "--columns",
+        type=column_names,
+        metavar="NAMES",
+        help=f"the table's columns, comma-separated, of: {', '.join(COLUMN_NAMES)}; or all (default: a table that fits "
+        "the terminal, each case's verdict and notes under it)",
+    )
     parser.add_argument("--json", metavar="FILE", type=Path, help="also write the comparison as JSON")
     parser.add_argument("--html", metavar="FILE", type=Path, help="also write it as a self-contained HTML page")
     parser.add_argument("--allow-inconclusive", action="store_true", help="exit 0, not 3, when a case is inconclusive")
@@ -67,12 +74,25 @@ def load_side(path: str | Path, flag: str, pool: bool = False) -> Summary:
         raise UsageError(f"{flag}: {error}" if flag.startswith("--") else str(error)) from None
 
 
+def column_names(text: str) -> tuple[str, ...]:
+    """--columns: names of ``COLUMN_NAMES``, or ``all``."""
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if names == ("all",):
+        return names
+    unknown = [name for name in names if name not in COLUMN_NAMES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"no column {', '.join(unknown) or 'named'}: name some of {', '.join(COLUMN_NAMES)}, or all")
+    return names
+
+
 @dataclasses.dataclass(frozen=True)
 class Outputs:
-    """The files a comparison writes besides its table: --json and --html."""
+    """What a comparison shows: its table's columns (--columns; None: the terminal's), and the files it writes
+    besides (--json, --html)."""
 
     json: Path | None = None
     html: Path | None = None
+    columns: tuple[str, ...] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,7 +127,7 @@ def run(
     files = [(path, "--json", lambda: dumps(comparison.to_dict())) for path in [outputs.json] if path is not None]
     files += [(path, "--html", lambda: render_comparison_report(comparison, *sides)) for path in [outputs.html] if path is not None]
     texts = [(path, flag, render()) for path, flag, render in files]  # drawn before any is written
-    print(render_comparison(comparison), end="")
+    print(render_comparison(comparison, outputs.columns), end="")
     for path, flag, text in texts:
         try:
             write_atomic(path, text)
@@ -125,5 +145,5 @@ def exit_status(comparison: Comparison, allow_inconclusive: bool) -> int:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    outputs, reading = Outputs(args.json, args.html), Reading(args.pool, args.ops)
+    outputs, reading = Outputs(args.json, args.html, args.columns), Reading(args.pool, args.ops)
     return run(args.base, args.new, args.threshold, outputs, reading, args.allow_inconclusive, args.instructions_threshold)

@@ -26,6 +26,7 @@ from torchbenchmark.cli.models import exclude_models, resolve_device, resolve_mo
 from torchbenchmark.measure.environment import check_ranks
 from torchbenchmark.measure.instructions import valgrind_missing
 from torchbenchmark.registry import is_plugin_spec
+from torchbenchmark.report.format import console
 from torchbenchmark.report.summary import render_untrustworthy
 from torchbenchmark.results.files import StorageError
 from torchbenchmark.results.schema import EAGER, CaseResult
@@ -143,7 +144,7 @@ def _check_flags(args: argparse.Namespace, device: str, modes: list[str]) -> Non
         except ValueError as error:
             raise UsageError(f"--ddp {args.ddp}: {error}") from None
         if warning:
-            print(f"diagnostics.py: warning: --ddp {args.ddp}: {warning}", file=sys.stderr)
+            print(console(f"diagnostics.py: warning: --ddp {args.ddp}: {warning}"), file=sys.stderr)
     if (args.backend != DEFAULT_BACKEND or args.compile_mode != "default") and not args.compile:
         raise UsageError("--backend and --compile-mode go with --compile")
     if args.compile:
@@ -221,7 +222,7 @@ def main(args: argparse.Namespace, argv: Sequence[str], machinery: Machinery = M
         models = exclude_models(models, args.exclude)
     missing = valgrind_missing() if args.instructions is not None else None
     if missing:  # said once here; each row's instructions carry the reason too
-        print(f"diagnostics.py: --instructions: {missing}; the cases run without counts", file=sys.stderr)
+        print(console(f"diagnostics.py: --instructions: {missing}; the cases run without counts"), file=sys.stderr)
     return _run(args, models, modes, options_of(args, device, argv), machinery)
 
 
@@ -251,9 +252,12 @@ def _run(args: argparse.Namespace, models: list[str], modes: list[str], options:
     if untrustworthy:
         print(untrustworthy, file=sys.stderr)
     out = Path(args.out)
-    print(f"summary: {out / outdir.SUMMARY_TXT} and {out / outdir.SUMMARY_JSON}; this run's record: {outcome.record}", file=sys.stderr)
+    print(
+        console(f"summary: {out / outdir.SUMMARY_TXT} and {out / outdir.SUMMARY_JSON}; this run's record: {outcome.record}"),
+        file=sys.stderr,
+    )
     if outcome.report is not None:
-        print(f"report: {outcome.report} (one self-contained page: open it in a browser)", file=sys.stderr)
+        print(console(f"report: {outcome.report} (one self-contained page: open it in a browser)"), file=sys.stderr)
     if args.baseline and outcome.interrupted_by is None:
         print(f"\ncompared with {args.baseline}:", file=sys.stderr)
         threshold = compare_command.DEFAULT_THRESHOLD_PCT if args.threshold is None else args.threshold

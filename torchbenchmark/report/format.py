@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import shlex
+import shutil
+import textwrap
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+import tabulate as tabulate_module
 from tabulate import tabulate
 
 from torchbenchmark.results.schema import format_ms
@@ -47,6 +51,44 @@ def escape_controls(text: str, one_line: bool = False) -> str:
     return "".join(shown(c) for c in text)
 
 
+CONSOLE_COLUMNS = 120  # the terminal view's width where the terminal does not say its own (a CI log)
+
+
+def console_width() -> int:
+    """The terminal's columns (``COLUMNS`` first), else ``CONSOLE_COLUMNS``."""
+    return shutil.get_terminal_size((CONSOLE_COLUMNS, 24)).columns
+
+
+def fit(line: str, width: int) -> str:
+    """One line cut to ``width`` characters, the cut shown by an ellipsis: the whole line is in summary.txt."""
+    return line if len(line) <= width else line[: max(0, width - 1)] + "…"
+
+
+def wrap(text: str, width: int, indent: str = "", hang: str = "  ") -> str:
+    """Prose over lines of at most ``width`` where its words allow, later lines indented by ``hang`` more."""
+    return textwrap.fill(
+        text, width, initial_indent=indent, subsequent_indent=indent + hang, break_on_hyphens=False, break_long_words=False
+    )
+
+
+def console(text: str) -> str:
+    """A message for the terminal, wrapped at its width, its later lines indented."""
+    return wrap(escape_controls(text, one_line=True), console_width())
+
+
+def wrap_command(command: str, width: int, indent: str = "") -> str:
+    """A shell command over lines of at most ``width`` where its words allow, ended by `` \\`` so that it
+    pastes as one command; a word longer than a line stands alone on its line."""
+    lines = [indent]
+    for word in shlex.split(command):
+        quoted = shlex.quote(word)
+        if lines[-1].strip() and len(lines[-1]) + 1 + len(quoted) + 2 > width:
+            lines[-1] += " \\"
+            lines.append(indent + "  ")
+        lines[-1] += (" " if lines[-1].strip() else "") + quoted
+    return "\n".join(lines)
+
+
 @dataclasses.dataclass(frozen=True)
 class Column:
     """One column of a table: its header, its cell for a row, whether it is a number (right-aligned)."""
@@ -58,16 +100,22 @@ class Column:
     figure: str = ""  # the row's figure it shows, by name (report.case.field): a table shows each figure once
 
 
-def render_columns(columns: Sequence[Column], rows: Iterable[Any]) -> str:
-    """Any text table of this package: the given columns over the given rows, with tabulate."""
+def render_columns(columns: Sequence[Column], rows: Iterable[Any], tight: bool = False) -> str:
+    """Any text table of this package: the given columns over the given rows, with tabulate; ``tight``: no
+    column wider than its widest cell or header (tabulate pads each header by two), for a terminal's width."""
     cells = [[escape_controls(column.cell(row), one_line=True) for column in columns] for row in rows]
-    return tabulate(
-        cells,
-        headers=[column.header for column in columns],
-        tablefmt="simple",
-        colalign=["right" if column.numeric else "left" for column in columns],
-        disable_numparse=True,
-    )
+    padding = tabulate_module.MIN_PADDING
+    tabulate_module.MIN_PADDING = 0 if tight else padding  # read by tabulate at each call; restored below
+    try:
+        return tabulate(
+            cells,
+            headers=[column.header for column in columns],
+            tablefmt="simple",
+            colalign=["right" if column.numeric else "left" for column in columns],
+            disable_numparse=True,
+        )
+    finally:
+        tabulate_module.MIN_PADDING = padding
 
 
 def render_columns_html(

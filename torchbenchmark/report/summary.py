@@ -10,7 +10,17 @@ from collections.abc import Callable, Iterable, Sequence
 
 from torchbenchmark.analyze.bound import against_eager
 from torchbenchmark.analyze.verdict import COMPUTE_BOUND_BELOW, DISPATCH_BOUND_AT
-from torchbenchmark.report.format import Column, escape_controls, number, plural, render_columns, significant
+from torchbenchmark.report.format import (
+    Column,
+    console_width,
+    escape_controls,
+    number,
+    plural,
+    render_columns,
+    significant,
+    wrap,
+    wrap_command,
+)
 from torchbenchmark.results.records import Summary, differs
 from torchbenchmark.results.schema import (
     EAGER,
@@ -276,14 +286,16 @@ def render_untrustworthy(results: Iterable[CaseResult], rerun: Callable[[CaseRes
     rows = [r for r in results if r.status == Status.OK and r.untrustworthy_reasons]
     if not rows:
         return ""
+    width = console_width()
     lines = [f"{plural(len(rows), 'row')} not to be trusted (marked UNTRUSTWORTHY in summary.txt):"]
     for row in rows:
         variant = "" if row.variant == EAGER else f" {row.variant}"
-        lines.append(f"  {row.model} {row.mode} {row.device}{variant}: {'; '.join(row.untrustworthy_reasons)}")
+        lines.append(wrap(f"{row.model} {row.mode} {row.device}{variant}: {'; '.join(row.untrustworthy_reasons)}", width, "  "))
         if row.step_time is not None and row.step_time.n < MIN_STEPS_FOR_SPREAD:
-            lines.append(f"    measure more steps: drop --steps, or give --steps {MIN_STEPS_FOR_SPREAD} or more")
+            lines.append(wrap(f"measure more steps: drop --steps, or give --steps {MIN_STEPS_FOR_SPREAD} or more", width, "    "))
         else:
-            lines.append(f"    rerun it on a quieter machine: {rerun(row)}")
+            line = f"    rerun it on a quieter machine: {rerun(row)}"
+            lines += [line] if len(line) <= width else ["    rerun it on a quieter machine:", wrap_command(rerun(row), width, "      ")]
             if row.time_split is not None and row.time_split.contended and row.time_split.intra_op_wait:
-                lines.append("    or at one intra-op thread (--threads 1): most of the wait was the intra-op threads'")
+                lines.append(wrap("or at one intra-op thread (--threads 1): most of the wait was the intra-op threads'", width, "    "))
     return "\n".join(lines)

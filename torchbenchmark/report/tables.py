@@ -12,7 +12,7 @@ from torchbenchmark.analyze.compare import CaseComparison, Comparison
 from torchbenchmark.analyze.opdiff import OpDiff
 from torchbenchmark.analyze.steps import TraceSummary
 from torchbenchmark.analyze.walltime import shown_pct
-from torchbenchmark.report.format import Column, escape_controls, plural, render_columns, significant
+from torchbenchmark.report.format import Column, console_width, escape_controls, fit, plural, render_columns, significant, wrap
 from torchbenchmark.results.schema import EAGER, Attribution, Call, OverheadShare
 
 
@@ -32,6 +32,12 @@ def _verdicts(case: CaseComparison) -> str:
     if case.base_verdict == case.new_verdict or case.call in (Call.ONLY_IN_BASE, Call.ONLY_IN_NEW):
         return case.new_verdict or case.base_verdict or ""
     return f"{case.base_verdict or '-'} -> {case.new_verdict or '-'}"
+
+
+def _notes(case: CaseComparison) -> str:
+    """A case's notes, led by its verdict's change where that is its call (the notes say it otherwise)."""
+    changed = [f"verdict {_verdicts(case)}"] if case.call == Call.VERDICT_CHANGED else []
+    return "; ".join([*changed, *case.notes])
 
 
 COMPARISON_COLUMNS: tuple[Column, ...] = (
@@ -65,6 +71,7 @@ COMPARISON_TIERS = (
 
 
 def comparison_columns(comparison: Comparison) -> list[Column]:
+    """Every column of the comparison's table (the page's, and the text's with ``--columns all``)."""
     columns = list(COMPARISON_COLUMNS)
     if any(case.variant != EAGER for case in comparison.cases):
         columns.insert(4, COMPARISON_VARIANT)
@@ -73,27 +80,87 @@ def comparison_columns(comparison: Comparison) -> list[Column]:
     return columns
 
 
+# The text table's columns by the names --columns takes, and those it shows unless told: the rest (the
+# verdict, each case's notes) is listed under the table, so that the terminal view fits its width.
+COLUMN_NAMES = {
+    "call": "call", "by-time": "by time", "by-instructions": "by instructions", "model": "model", "mode": "mode",
+    "device": "device", "variant": "variant", "base": "base ms", "new": "new ms", "ratio": "new/base",
+    "interval": "95% interval", "n": "n", "catches": "catches", "verdict": "verdict", "note": "note",
+}  # fmt: skip
+TERMINAL_COLUMNS = (
+    "call",
+    "by-time",
+    "by-instructions",
+    "model",
+    "mode",
+    "device",
+    "variant",
+    "base",
+    "new",
+    "ratio",
+    "interval",
+    "n",
+    "catches",
+)
+
+
+def text_columns(comparison: Comparison, names: Sequence[str] | None = None) -> list[Column]:
+    """The columns named (``all``: every one), in the table's order; by default ``TERMINAL_COLUMNS``, the device
+    only where the cases ran on more than one, and the tiers and the variant only where some case has them."""
+    every = comparison_columns(comparison)
+    if names is not None and list(names) != ["all"]:
+        wanted = {COLUMN_NAMES[name] for name in names}
+        return [column for column in every if column.header in wanted]
+    if names is not None:
+        return every
+    wanted = {COLUMN_NAMES[name] for name in TERMINAL_COLUMNS}
+    if len({case.device for case in comparison.cases}) < 2:
+        wanted.discard("device")
+    return [column for column in every if column.header in wanted]
+
+
 def comparison_tally(comparison: Comparison) -> str:
     counts = ", ".join(f"{n} {call}" for call, n in comparison.counts().items())
     return f"{plural(len(comparison.cases), 'case')}: {counts}"
 
 
-def render_comparison(comparison: Comparison) -> str:
-    """The comparison of two runs as text: regressions first, then a line on how to read it."""
+def render_comparison(comparison: Comparison, columns: Sequence[str] | None = None, width: int | None = None) -> str:
+    """The comparison of two runs as text: regressions first, each case's notes, then how to read it.
+
+    ``columns``: the table's, by ``COLUMN_NAMES`` (``all``: every one, the notes among them); by default a
+    table that fits a terminal, its notes listed under it. Prose is wrapped at ``width`` (the terminal's).
+    """
+    width = width or console_width()
     lines = [f"base: {comparison.base}", f"new:  {comparison.new}", comparison_tally(comparison)]
     if comparison.detectable_pct is not None:
         lines.append(f"catches: slowdowns of {shown_pct(comparison.detectable_pct)} or more, 9 times in 10, in the median case")
-    lines += [f"note: {note}" for note in comparison.notes]
-    return (
-        escape_controls("\n".join(lines)) + "\n\n" + render_columns(comparison_columns(comparison), comparison.cases) + "\n\n"
+    lines = [wrap(escape_controls(line, one_line=True), width, hang="      ") for line in lines]
+    lines += [wrap(escape_controls(f"note: {note}", one_line=True), width, hang="      ") for note in comparison.notes]
+    shown = text_columns(comparison, columns)
+    table = render_columns(shown, comparison.cases, tight=True)
+    if not any(column.header == "note" for column in shown):
+        noted = [
+            wrap(escape_controls(f"{_case_name(case)}: {text}", one_line=True), width, "  ", "    ")
+            for case in comparison.cases
+            if (text := _notes(case))
+        ]
+        table += "\n\nnotes:\n" + "\n".join(noted) if noted else ""
+    legend = [
         "new/base: ratio of median step times (per-process medians, geometric mean), with its 95% interval; "
-        "n: processes per side; catches: the smallest slowdown a comparison measured alike calls slower 9 times in 10.\n"
+        "n: processes per side; catches: the smallest slowdown a comparison measured alike calls slower 9 times in 10.",
         f"slower/faster: past the {comparison.threshold_pct:g}% threshold and outside noise "
         "(the interval excludes 1); same: within the threshold or within noise; inconclusive: the case cannot see "
-        "a slowdown of 4x the threshold (a side's marks are noted beside the call).\n"
-        + _counts_legend(comparison)
-        + ("\n" + ops if (ops := render_op_diffs(comparison)) else "")
-    )
+        "a slowdown of 4x the threshold, or the machine's own drift could explain it (a side's marks are noted beside the call).",
+        *([legend] if (legend := _counts_legend(comparison)) else []),
+    ]
+    return (
+        "\n".join(lines) + "\n\n" + table + "\n\n" + "\n".join(wrap(line, width) for line in legend) + "\n"
+        + ("\n" + ops if (ops := render_op_diffs(comparison, width)) else "")
+    )  # fmt: skip
+
+
+def _case_name(case: CaseComparison) -> str:
+    return f"{case.model} {case.mode} {case.device}" + ("" if case.variant == EAGER else f" {case.variant}")
 
 
 def _counts_legend(comparison: Comparison) -> str:
@@ -103,19 +170,21 @@ def _counts_legend(comparison: Comparison) -> str:
     return (
         "by time: the step times' call; by instructions: the counts' call and new over base instructions per step, "
         f"slower/faster past the {comparison.instructions_threshold_pct:g}% instructions threshold and both sides' spread. "
-        "A slowdown either sees stands; counts that see no change decide a case time could not.\n"
+        "A slowdown either sees stands; counts that see no change decide a case time could not."
     )
 
 
+OP_NAME_WIDTH = 50  # an op's name as its table shows it, cut beyond: the whole name is in --json
 OP_DIFF_COLUMNS = (
-    Column("op", lambda o: o.name, numeric=False),
-    Column("base self µs/step", lambda o: f"{o.base_us_per_step:.1f}"),
-    Column("new self µs/step", lambda o: f"{o.new_us_per_step:.1f}"),
+    Column("op", lambda o: fit(o.name, OP_NAME_WIDTH), numeric=False),
+    Column("base self µs", lambda o: f"{o.base_us_per_step:.1f}"),
+    Column("new self µs", lambda o: f"{o.new_us_per_step:.1f}"),
     Column("change µs", lambda o: f"{o.change_us_per_step:+.1f}"),
-    Column("total change µs", lambda o: f"{o.change_total_us_per_step:+.1f}"),
-    Column("base calls/step", lambda o: f"{o.base_calls_per_step:g}"),
-    Column("new calls/step", lambda o: f"{o.new_calls_per_step:g}"),
+    Column("total µs", lambda o: f"{o.change_total_us_per_step:+.1f}"),
+    Column("base calls", lambda o: f"{o.base_calls_per_step:g}"),
+    Column("new calls", lambda o: f"{o.new_calls_per_step:g}"),
 )
+OP_DIFF_LEGEND = "per step: self µs (the op's own time), change and total change in µs (its children's too), calls"
 
 
 def events_change(diff: OpDiff) -> str:
@@ -123,23 +192,23 @@ def events_change(diff: OpDiff) -> str:
     return ", ".join(f"{kind} {base:.0f} -> {new:.0f}" for kind, (base, new) in diff.events_per_step.items())
 
 
-def render_op_diffs(comparison: Comparison) -> str:
+def render_op_diffs(comparison: Comparison, width: int | None = None) -> str:
     """Under each case whose ops were read: the ops that moved most, those on one side only, the events by kind."""
+    width = width or console_width()
     blocks = []
     for case in comparison.cases:
-        head = f"ops that moved: {case.model} {case.mode} {case.device}" + ("" if case.variant == EAGER else f" {case.variant}")
-        head += f" ({case.call})"
+        head = escape_controls(f"ops that moved: {_case_name(case)} ({case.call})", one_line=True)
         if case.ops_note:
-            blocks.append(f"{head}: {case.ops_note}")
+            blocks.append(wrap(f"{head}: {escape_controls(case.ops_note, one_line=True)}", width))
         if case.ops is None:
             continue
-        lines = [head, render_columns(OP_DIFF_COLUMNS, case.ops.ops)]
+        lines = [head, render_columns(OP_DIFF_COLUMNS, case.ops.ops, tight=True)]
         for side, names in (("base", case.ops.only_in_base), ("new", case.ops.only_in_new)):
             if names:
-                lines.append(f"only in {side}: {', '.join(names)}")
-        lines.append(f"op events per step: {events_change(case.ops)}")
+                lines.append(wrap(escape_controls(f"only in {side}: {', '.join(names)}", one_line=True), width))
+        lines.append(wrap(f"op events per step: {events_change(case.ops)}", width))
         blocks.append("\n".join(lines))
-    return escape_controls("\n\n".join(blocks)) + "\n" if blocks else ""
+    return "\n\n".join(blocks) + "\n" + wrap(OP_DIFF_LEGEND, width) + "\n" if blocks else ""
 
 
 def render_top_ops(title: str, summary: TraceSummary) -> str:

@@ -136,30 +136,35 @@ class CaseResult(Record):
             reasons.extend(self.time_split.contended)
         return tuple(reasons)
 
-    def headline(self) -> str:
-        """One readable line: the case, then its figures or why it has none, and whether to trust them."""
+    def headline(self, compact: bool = False) -> str:
+        """One readable line: the case, then its figures or why it has none, and whether to trust them;
+        ``compact``: for a terminal line, in fewer words, without the spread, the module and the FLOPs, and with
+        the marks' count and the first of them (the line may be cut at its end)."""
         head = f"{self.model} {self.mode} {self.device}" + ("" if self.variant == EAGER else f" {self.variant}")
         if self.batch_size is not None:
             head += f" bs={self.batch_size}"
         if self.status != Status.OK or self.step_time is None:
             return f"{head}: {self.status}" + (f" ({self.error})" if self.error else "")
-        figures = f"{format_ms(self.step_time.median_ms)} ms/step (IQR {format_ms(self.step_time.iqr_ms)} ms)"
+        figures = f"{format_ms(self.step_time.median_ms)} ms/step"
+        figures += "" if compact else f" (IQR {format_ms(self.step_time.iqr_ms)} ms)"
         if self.dispatch is not None:
-            figures += f", {self.dispatch.verdict} (overhead {self.dispatch.overhead_fraction:.0%}"
+            figures += f", {self.dispatch.verdict} " + ("" if compact else "(overhead ") + f"{self.dispatch.overhead_fraction:.0%}"
             if self.dispatch.verdict == Verdict.BLOCKED and self.time_split is not None:
                 figures += f", blocked {self.time_split.blocked_pct:.0f}%"
-            figures += ", borderline)" if self.dispatch.borderline else ")"
+            figures += (" borderline" if compact else ", borderline") if self.dispatch.borderline else ""
+            figures += "" if compact else ")"
         if self.bound is not None:
-            figures += f", removing it bounds {self.bound.speedup_bound:.3g}x"
-        if self.attribution is not None and (top := self.attribution.top("module")) is not None:
+            figures += f", {'bound' if compact else 'removing it bounds'} {self.bound.speedup_bound:.3g}x"
+        if not compact and self.attribution is not None and (top := self.attribution.top("module")) is not None:
             figures += f", most in {top.name} ({top.pct_of_estimate:.0f}%)"
         if self.speedup_vs_eager is not None:
             figures += f", {self.speedup_vs_eager:.2f}x eager"
             if self.compile is not None and self.compile.graphs == 0:
                 figures += " (nothing compiled: it ran eager)"
-        if self.untrustworthy_reasons:
-            figures += f"; UNTRUSTWORTHY: {'; '.join(self.untrustworthy_reasons)}"
-        if self.costs is not None and self.costs.flops_partial:
+        if reasons := self.untrustworthy_reasons:
+            count = f" ({len(reasons)})" if compact and len(reasons) > 1 else ""
+            figures += f"; UNTRUSTWORTHY{count}: {'; '.join(reasons[:1] if compact else reasons)}"
+        if not compact and self.costs is not None and self.costs.flops_partial:
             figures += f"; FLOPs partial, not counted: {', '.join(self.costs.flops_uncounted)}"
         return f"{head}: {figures}"
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from tqdm import tqdm
 
-from torchbenchmark.report.format import escape_controls
+from torchbenchmark.report.format import console_width, escape_controls, fit
 
 Announce = Callable[[str], None]  # says which phase a case has begun
 
@@ -81,6 +81,9 @@ class PhaseWatch:
             return self.phase, time.monotonic() - self.since
 
 
+METER = "{n_fmt}/{total_fmt} {elapsed}<{remaining}"  # a case line's count and times in a log
+
+
 class Progress:
     """A live bar with ETA on a terminal; in a log, one line per case with the count and ETA, and a line
     per phase of the running case. Disabled (``--no-progress``): no bar, no ETA, the same lines."""
@@ -106,7 +109,7 @@ class Progress:
         if self.live:
             self.bar.set_postfix_str(f"{self.case}: {phase} ({seconds:.0f} s)")
         elif phase != self._shown_phase:
-            print(f"  {self.case}: {phase}", file=sys.stderr, flush=True)
+            print(fit(f"  {self.case}: {phase}", console_width()), file=sys.stderr, flush=True)
         self._shown_phase = phase
 
     def finish(self, headline: str) -> None:
@@ -114,13 +117,12 @@ class Progress:
         self.bar.update()
         headline = escape_controls(headline, one_line=True)
         if self.live:
-            self.bar.write(headline, file=sys.stderr)
-        elif self.enabled:
-            elapsed = time.monotonic() - self.started
-            meter = tqdm.format_meter(self.done, self.total, elapsed, ncols=50, unit="case", ascii=True)
-            print(f"{meter}  {headline}", file=sys.stderr, flush=True)
-        else:
-            print(f"[{self.done}/{self.total}] {headline}", file=sys.stderr, flush=True)
+            self.bar.write(fit(headline, console_width()), file=sys.stderr)
+            return
+        count = f"{self.done}/{self.total}"
+        if self.enabled:  # in a log: the count, the time so far and the time left
+            count = tqdm.format_meter(self.done, self.total, time.monotonic() - self.started, bar_format=METER)
+        print(fit(f"[{count}] {headline}", console_width()), file=sys.stderr, flush=True)
 
     def close(self) -> None:
         self.bar.close()

@@ -33,6 +33,7 @@ from torchbenchmark.registry import (
     source_of,
     unknown_model_message,
 )
+from torchbenchmark.report.format import console
 from torchbenchmark.results.records import RunRecord, RunState, new_run_id, timestamp
 from torchbenchmark.results.schema import FAILURES, MODES, CaseResult, Status
 from torchbenchmark.results.spec import DEFAULT_OUT, PRECISIONS, CaseSpec, Compile
@@ -255,8 +256,8 @@ def _say_if_busy(threads: int | None, busy_machine: Callable[[int], str | None])
 
     busy = busy_machine(threads or torch.get_num_threads())
     if busy:
-        print(f"diagnostics.py: the machine is busy ({busy}): steps other work stretches are left out, "
-              "and rows left with too few are marked contended", file=sys.stderr)  # fmt: skip
+        print(console(f"diagnostics.py: the machine is busy ({busy}): steps other work stretches are left out, "
+                      "and rows left with too few are marked contended"), file=sys.stderr)  # fmt: skip
 
 
 class _Sweep:
@@ -315,7 +316,7 @@ class _Sweep:
         except OSError as error:
             message = f"cannot write the run record or summary in {self.out_dir}: {error.strerror or error}"
             if message != self.write_error:
-                print(f"diagnostics: {message}", file=sys.stderr, flush=True)
+                print(console(f"diagnostics: {message}"), file=sys.stderr, flush=True)
             self.write_error = message
         else:
             self.write_error = None
@@ -364,7 +365,7 @@ class _Sweep:
             self.done[key] = dataclasses.replace(self.done[key], error=error)
         self.save()
         last = spec.repeat == self.options.repeat - 1
-        progress.finish(self.done[key].headline() if last else result.headline())
+        progress.finish((self.done[key] if last else result).headline(compact=True))
 
     def interrupted(self, stop: KeyboardInterrupt, cases: list[CaseSpec]) -> SweepOutcome:
         signum = stop.signum if isinstance(stop, Interrupted) else int(signal.SIGINT)
