@@ -144,7 +144,8 @@ def test_a_jittery_model_is_marked_on_the_progress_line_in_the_summary_and_at_th
         timeout=600,
     )
     assert done.returncode == 0, done.stderr
-    progress = next(line for line in done.stderr.splitlines() if line.startswith("[1/1] jittery train cpu"))
+    case_line = next(line for line in re.split(r"\n(?! )", done.stderr) if line.startswith("[1/1] jittery train cpu"))
+    progress = " ".join(case_line.split())  # one line, wrapped at the terminal's width
     assert "ms/step" in progress and re.search(r"UNTRUSTWORTHY( \(\d+\))?: IQR", progress), progress  # the first mark
     assert not re.search(r"\de[+-]\d", done.stderr)
     assert "1 row not to be trusted" in done.stderr and "rerun it on a quieter machine" in done.stderr

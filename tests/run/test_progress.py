@@ -119,9 +119,11 @@ def test_a_case_line_fits_the_terminal_and_keeps_its_mark(
     )  # fmt: skip
     progress = Progress(1, enabled)
     progress.finish(row.headline(compact=True))
-    (line,) = capsys.readouterr().err.splitlines()
-    assert line.startswith(start) and len(line) <= 120, line
-    assert "compute-bound 8%; UNTRUSTWORTHY (3)" in line and "IQR" not in line  # the mark before the cut
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith(start) and all(line.startswith("    ") for line in lines[1:]), lines  # one line, wrapped
+    assert max(map(len, lines)) <= 120, lines
+    said = " ".join(" ".join(lines).split())
+    assert "compute-bound 8%; UNTRUSTWORTHY (3): warmup not steady" in said and "IQR" not in said, said
     assert "UNTRUSTWORTHY: warmup not steady; IQR 27% of the median; only 2 steps" in row.headline()  # the whole line
 
 

@@ -134,7 +134,7 @@ def render_comparison(comparison: Comparison, columns: Sequence[str] | None = No
     lines = [f"base: {comparison.base}", f"new:  {comparison.new}", comparison_tally(comparison)]
     if comparison.detectable_pct is not None:
         lines.append(f"catches: slowdowns of {shown_pct(comparison.detectable_pct)} or more, 9 times in 10, in the median case")
-    lines = [wrap(escape_controls(line, one_line=True), width, hang="      ") for line in lines]
+    lines = [escape_controls(line, one_line=True) for line in lines]  # paths are not broken
     lines += [wrap(escape_controls(f"note: {note}", one_line=True), width, hang="      ") for note in comparison.notes]
     shown = text_columns(comparison, columns)
     table = render_columns(shown, comparison.cases, tight=True)

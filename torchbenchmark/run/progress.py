@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from tqdm import tqdm
 
-from torchbenchmark.report.format import console_width, escape_controls, fit
+from torchbenchmark.report.format import console_width, escape_controls, fit, wrap
 
 Announce = Callable[[str], None]  # says which phase a case has begun
 
@@ -117,12 +117,12 @@ class Progress:
         self.bar.update()
         headline = escape_controls(headline, one_line=True)
         if self.live:
-            self.bar.write(fit(headline, console_width()), file=sys.stderr)
+            self.bar.write(wrap(headline, console_width(), hang="    "), file=sys.stderr)
             return
         count = f"{self.done}/{self.total}"
         if self.enabled:  # in a log: the count, the time so far and the time left
             count = tqdm.format_meter(self.done, self.total, time.monotonic() - self.started, bar_format=METER)
-        print(fit(f"[{count}] {headline}", console_width()), file=sys.stderr, flush=True)
+        print(wrap(f"[{count}] {headline}", console_width(), hang="    "), file=sys.stderr, flush=True)
 
     def close(self) -> None:
         self.bar.close()
