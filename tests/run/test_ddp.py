@@ -255,6 +255,44 @@ def test_where_the_ranks_are_is_one_short_line(tmp_path: Path) -> None:
     assert ddp.laggard(tmp_path, 2).startswith("ranks 0 and 1 got least far (characterise, 0 collectives")
 
 
+WAITS = """\
+import faulthandler, signal, sys, time
+faulthandler.register(signal.SIGUSR1, open(sys.argv[1], "w"), all_threads=False)
+def {function}():
+    time.sleep(60)
+{function}()
+"""
+
+
+@pytest.mark.slow
+def test_a_rank_hung_in_its_own_code_is_named_where_its_peers_wait_in_torch(tmp_path: Path) -> None:
+    """Ranks tied in phase and collectives (one hung inside a step, its peer in DDP's all-reduce for it): each is
+    asked for its stack, and the one whose innermost frame lies outside torch is named, with where it was."""
+    scratch = tmp_path / "scratch"
+    (scratch / "torch" / "autograd").mkdir(parents=True)
+    waiting = scratch / "torch" / "autograd" / "graph.py"  # stands in for torch's own file: a path under torch/
+    waiting.write_text(WAITS.format(function="_engine_run_backward"))
+    hung = scratch / "model.py"
+    hung.write_text(WAITS.format(function="train"))
+    ranks = [subprocess.Popen([sys.executable, str(path), str(ddp.stack_path(scratch, rank))]) for rank, path in enumerate((waiting, hung))]
+    try:
+        for rank, process in enumerate(ranks):
+            status = {"pid": process.pid, "phase": "characterise", "detail": "", "collectives": 3}
+            ddp.status_path(scratch, rank).write_text(json.dumps(status))
+        time.sleep(1.0)  # each has registered its handler
+        frames = ddp.where_ranks_were(scratch)
+    finally:
+        for process in ranks:
+            process.kill()
+            process.wait()
+    assert {rank: where for rank, (_, where) in frames.items()} == {0: "graph.py:4 in _engine_run_backward", 1: "model.py:4 in train"}
+    assert ddp.laggard(scratch, 2, frames) == (
+        "rank 1 got least far (characterise, 3 collectives; rank 0 characterise, 3 collectives): "
+        "rank 0 was at graph.py:4 in _engine_run_backward; rank 1 was at model.py:4 in train"
+    )
+    assert ddp.laggard(scratch, 2).startswith("ranks 0 and 1 got least far")  # no stacks: a tie, as before
+
+
 TORCHRUN_REPORT = """\
 Failures:
 [1]:

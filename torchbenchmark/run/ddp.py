@@ -74,6 +74,48 @@ def fault_path(scratch: Path, rank: int) -> Path:
     return scratch / f"rank{rank}.fault"
 
 
+def stack_path(scratch: Path, rank: int) -> Path:
+    """Where a rank writes its Python stack when asked (``STACK_SIGNAL``): where a hung case's ranks were."""
+    return scratch / f"rank{rank}.stack"
+
+
+STACK_SIGNAL = signal.SIGUSR1
+STACK_WAIT_S = 1.0
+# A stack's innermost frame: faulthandler writes the most recent call first.
+FRAME = re.compile(r'^\s*File "(?P<path>[^"]*)", line (?P<line>\d+) in (?P<function>\S+)', re.M)
+
+
+def _rank_pids(scratch: Path) -> dict[int, int]:
+    """Each rank's pid from its status file, where that process's command line still holds this case's scratch
+    folder (a pid can be reused)."""
+    pids = {}
+    for path in scratch.glob("rank*.status.json"):
+        pid = (_read_json(path) or {}).get("pid")
+        rank = path.name.removeprefix("rank").split(".")[0]
+        if isinstance(pid, int) and rank.isdigit() and _command_line(pid).find(str(scratch)) >= 0:
+            pids[int(rank)] = pid
+    return pids
+
+
+def where_ranks_were(scratch: Path) -> dict[int, tuple[str, str]]:
+    """Each live rank's innermost Python frame, as (its file's path, ``file.py:line in function``): asked of every
+    rank at once (``STACK_SIGNAL``), then read back."""
+    pids = _rank_pids(scratch)
+    for pid in pids.values():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, STACK_SIGNAL)
+    time.sleep(STACK_WAIT_S if pids else 0.0)
+    frames = {}
+    for rank in pids:
+        try:
+            found = FRAME.search(stack_path(scratch, rank).read_text(encoding="utf-8", errors="replace")[:65536])
+        except OSError:
+            continue
+        if found:
+            frames[rank] = (found["path"], f"{Path(found['path']).name}:{found['line']} in {found['function']}")
+    return frames
+
+
 def result_path(scratch: Path) -> Path:
     return scratch / "result.json"
 
@@ -108,14 +150,16 @@ def run_case(spec: CaseSpec, out_dir: Path, announce: Announce = silent, started
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_launch_environment(spec))
         report = _Tee(process.stderr)  # type: ignore[arg-type]
         report.start()
+        frames: dict[int, tuple[str, str]] = {}
         try:
             returncode = _wait(process, deadline_s, scratch, spec.world_size, announce)
+            frames = where_ranks_were(scratch) if returncode is None else {}
         finally:
             stop_ranks(process, scratch)
             report.join(STOP_GRACE_S)
         timings = {"total": round(time.perf_counter() - started, 3)}
         if returncode is None:
-            reason = f"no result within the {spec.timeout_s:g} s timeout: {laggard(scratch, spec.world_size)}; every rank killed"
+            reason = f"no result within the {spec.timeout_s:g} s timeout: {laggard(scratch, spec.world_size, frames)}; every rank killed"
             return dataclasses.replace(row, status=Status.TIMEOUT, error=reason, timings_s=timings)
         found = _read_json(result_path(scratch))
         if returncode == 0 and found is not None:
@@ -198,12 +242,9 @@ def stop_ranks(process: subprocess.Popen[Any], scratch: Path) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-    for path in scratch.glob("rank*.status.json"):
-        pid = (_read_json(path) or {}).get("pid")
-        # Only a process whose command line holds this case's scratch folder: a pid can be reused.
-        if isinstance(pid, int) and _command_line(pid).find(str(scratch)) >= 0:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL)
+    for pid in _rank_pids(scratch).values():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
 
 
 def _launch_environment(spec: CaseSpec) -> dict[str, str]:
@@ -283,8 +324,11 @@ def _went(code: int | None) -> str:
     return f"was killed by {name}" + (": the system may have run out of memory" if name == "SIGKILL" else "")
 
 
-def laggard(scratch: Path, world_size: int) -> str:
-    """Which rank got least far, by the phase its status file reached and the collectives it entered."""
+def laggard(scratch: Path, world_size: int, frames: dict[int, tuple[str, str]] | None = None) -> str:
+    """Which rank got least far, by the phase its status file reached and the collectives it entered; among ranks
+    tied there, the one whose innermost frame (``where_ranks_were``) was outside torch, where the others waited
+    for it in a collective (a rank hung inside a step, its peers in DDP's all-reduce)."""
+    frames = frames or {}
     order = {phase: index for index, phase in enumerate(("not started", *PHASES))}
     reached = {}
     for rank in range(world_size):
@@ -293,10 +337,15 @@ def laggard(scratch: Path, world_size: int) -> str:
     progress = {rank: (order.get(phase, 0), count) for rank, (phase, count) in reached.items()}
     last = min(progress, key=progress.__getitem__)
     tied = [rank for rank in progress if progress[rank] == progress[last]]
+    outside = [rank for rank in tied if rank in frames and f"{os.sep}torch{os.sep}" not in frames[rank][0]]
+    if len(tied) > 1 and len(outside) == 1 and all(rank in frames for rank in tied):
+        tied = outside  # the others were in torch: waiting in a collective for it
+    last = tied[0]
     shown = {rank: f"{phase}, {plural(count, 'collective')}" for rank, (phase, count) in reached.items()}
     others = "; ".join(f"rank {rank} {shown[rank]}" for rank in reached if rank not in tied)
     who = f"rank {last}" if len(tied) == 1 else "ranks " + " and ".join(map(str, tied))
-    return f"{who} got least far ({shown[last]}{'; ' + others if others else ''})"
+    where = "; ".join(f"rank {rank} was at {frames[rank][1]}" for rank in sorted(frames))
+    return f"{who} got least far ({shown[last]}{'; ' + others if others else ''})" + (f": {where}" if where else "")
 
 
 def _model_name(spec: str) -> str:

@@ -265,6 +265,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format=f"[rank {rank}] %(levelname)s %(message)s")
     if scratch is not None:  # a crash leaves this rank's fault for the launcher, not only in the log
         faulthandler.enable(open(ddp.fault_path(scratch, rank), "w", encoding="utf-8"))  # noqa: SIM115 - open for the process's life
+        # Where this rank is, when the launcher asks on a timeout: which rank hung, which waited for it.
+        faulthandler.register(ddp.STACK_SIGNAL, open(ddp.stack_path(scratch, rank), "w", encoding="utf-8"), all_threads=False)  # noqa: SIM115
     status = _Status(scratch, rank)
     status("start")
     if spec.threads:  # else torch's default, as a single process has it: torchrun's OMP_NUM_THREADS
