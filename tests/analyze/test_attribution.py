@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from pathlib import Path
 
@@ -127,14 +128,17 @@ def test_a_line_is_named_by_its_files_last_two_parts() -> None:
 
 
 def test_the_attribution_reads_back_from_json_at_the_top_level_of_a_row() -> None:
-    from torchbenchmark.results.schema import CaseResult, StepTime
+    from torchbenchmark.results.schema import CaseResult, Dispatch, StepTime
 
     found = attribute(_trace(), PRICES, estimate_us=20.0, module_names=NAMES)
-    row = CaseResult(model="m", mode="train", device="cpu", status="ok", step_time=StepTime(1.0, 0.01, 1.0, 50), attribution=found)
+    step, dispatch = StepTime(1.0, 0.01, 1.0, 50), Dispatch("dispatch-bound", 0.6, 10.0, 1.0, 1.0)
+    row = CaseResult(model="m", mode="train", device="cpu", status="ok", step_time=step, dispatch=dispatch, attribution=found)
     data = row.to_dict()
     assert data["overhead_by_module"][0]["name"] == "Net" and "overhead_by_line" in data
     assert CaseResult.from_dict(data).attribution == found
     assert "most in Net (25%)" in repr(row)
+    negligible = dataclasses.replace(row, dispatch=dataclasses.replace(dispatch, verdict="compute-bound", overhead_fraction=0.001))
+    assert "most in" not in negligible.headline()  # an overhead of 0.1% of the step: no module is worth naming
     assert isinstance(CaseResult.from_dict({**data, "overhead_by_module": None, "overhead_by_class": None, "overhead_by_line": None,
                                             "attribution_note": None}).attribution, type(None))  # fmt: skip
     assert Attribution().top("module") is None

@@ -71,7 +71,7 @@ def test_the_bound_sits_at_the_top_level_of_a_rows_json_and_reads_back() -> None
     data = row.to_dict()
     assert data["speedup_bound"] == pytest.approx(2.0) and data["overhead_free_ms"] == pytest.approx(5.0)
     assert CaseResult.from_dict(data).bound == row.bound
-    assert "removing it bounds 2x" in repr(row)
+    assert "removing it bounds 2x (1.67x to 2.5x)" in repr(row)  # the range beside the bound, from the interval
     failed = CaseResult(model="m", mode="eval", device="cpu", status="failed", error="boom")
     assert failed.to_dict()["speedup_bound"] is None and CaseResult.from_dict(failed.to_dict()).bound is None
 

@@ -51,6 +51,21 @@ def test_the_call_that_was_added_comes_first_with_its_calls_before_and_after() -
     assert diff.steps == (2, 2)
 
 
+def test_an_op_whose_calls_moved_ranks_above_time_that_load_moved() -> None:
+    """An A-B pair beside a busy machine: 200 -> 220 multiplies a step (+40 µs), and an allocation called as
+    often on both sides whose time load stretched by 148 µs. The calls are exact: the multiply leads."""
+    from torchbenchmark.analyze.opdiff import TraceOps
+
+    def side(muls: float, empty_us: float) -> TraceOps:
+        self_us = {"aten::mul": 2.0 * muls, "aten::empty_strided": empty_us}
+        calls = {"aten::mul": muls, "aten::empty_strided": 4.0}
+        return TraceOps(3, self_us, dict(self_us), calls, {"call": muls + 4.0})
+
+    diff = op_diff(side(200, 10.0), side(220, 158.0))
+    assert [op.name for op in diff.ops] == ["aten::mul", "aten::empty_strided"]
+    assert diff.first.calls_moved and not diff.ops[1].calls_moved
+
+
 def test_a_trace_without_steps_is_refused() -> None:
     with pytest.raises(ValueError, match="ProfilerStep"):
         trace_ops([_x("aten::add", 0, 1)])

@@ -156,13 +156,21 @@ def test_the_kernels_clock_sees_a_spin_on_a_cpu_and_a_sleep_off_it() -> None:
     account.clock.close()
 
 
-def test_a_busy_machine_is_named_before_a_sweep(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_busy_machine_is_named_before_a_sweep(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(schedstat.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(schedstat, "load_average", lambda: 1.5)
     monkeypatch.setattr(schedstat, "PSI_CPU", "/nonexistent")
     assert schedstat.busy_machine(2) == "load average 1.5 on 2 CPUs"
     monkeypatch.setattr(schedstat, "load_average", lambda: 0.9)
     assert schedstat.busy_machine(1) is None  # one thread fits beside the load
+    pressure = tmp_path / "cpu"
+    monkeypatch.setattr(schedstat, "PSI_CPU", str(pressure))
+    pressure.write_text("some avg10=0.00 avg60=0.00 avg300=0.00 total=1\n")
+    monkeypatch.setattr(schedstat, "load_average", lambda: 1.5)
+    assert schedstat.busy_machine(2) == "load average 1.5 on 2 CPUs"  # not beside "CPU pressure 0%", which made none of it
+    pressure.write_text("some avg10=35.00 avg60=0.00 avg300=0.00 total=1\n")
+    monkeypatch.setattr(schedstat, "load_average", lambda: 0.2)
+    assert schedstat.busy_machine(1) == "CPU pressure 35%"
 
 
 def side(*rows: CaseResult) -> object:

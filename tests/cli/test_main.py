@@ -131,3 +131,20 @@ def test_ctrl_c_while_the_package_loads(tmp_path: Path) -> None:
         time.sleep(0.3)
         _, err = ctrl_c(command)
     assert_interrupted(command, err)
+
+
+@pytest.mark.parametrize(
+    "argv0, said",
+    [("/repo/diagnostics.py", "diagnostics.py"), ("/venv/lib/torchbenchmark/__main__.py", "python -m torchbenchmark"),
+     ("/venv/bin/torchbenchmark", "torchbenchmark")],
+)  # fmt: skip
+def test_messages_name_the_command_as_it_was_run(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], argv0: str, said: str
+) -> None:
+    from torchbenchmark.cli import main
+
+    monkeypatch.setattr(sys, "argv", [argv0])
+    assert main(["--models", "no_such_model"]) == 2
+    assert capsys.readouterr().err.startswith(f"{said}: error: unknown model 'no_such_model'")
+    assert main(["compare", "only-one-side"]) == 2
+    assert capsys.readouterr().err.startswith(f"{said}: error: ")

@@ -75,6 +75,19 @@ class RankOneStalls(tiny_models.RankOneHangs):
     meta = dataclasses.replace(tiny_models.TinyMLP.meta, name="rank_one_stalls")
 
 
+class RankOneHangsInAStep(tiny_models.TinyMLP):
+    """Rank 1 sleeps for an hour in its fourth train step, while rank 0 waits for it in DDP's all-reduce."""
+
+    meta = dataclasses.replace(tiny_models.TinyMLP.meta, name="rank_one_hangs_in_a_step")
+
+    def train(self, niter: int = 1, step_fn: Any = None) -> None:
+        if os.environ.get("RANK") == "1":
+            self.steps_taken = getattr(self, "steps_taken", 0) + niter
+            if self.steps_taken > 3:
+                time.sleep(3600)
+        super().train(niter, step_fn)
+
+
 class RankOneKilled(tiny_models.TinyMLP):
     """Rank 1 is killed by SIGKILL (as the kernel kills a process out of memory) in its fourth train step."""
 

@@ -166,7 +166,7 @@ def test_a_diagnosed_row_carries_costs_consistent_with_its_step_time(tmp_path) -
 def test_machine_peak_is_the_best_of_a_matmul_and_a_convolution_with_its_method() -> None:
     peak = measure_peak("cpu", threads=1, size=256, seconds=0.05)
     assert set(peak.environment()) == {"peak_gflops", "peak_method"}
-    assert "best of" in peak.method and "1 threads" in peak.method
+    assert "best of" in peak.method and "on 1 thread" in peak.method
     readings = re.findall(r"(torch.mm 256x256x256|conv2d 3x3 32->32 8x56x56) ([0-9.]+) \(median", peak.method)
     assert [name for name, _ in readings] == ["torch.mm 256x256x256", "conv2d 3x3 32->32 8x56x56"], peak.method
     assert peak.gflops > 0

@@ -42,3 +42,24 @@ def test_the_documented_hta_example_reads_every_profiled_step(tmp_path: Path) ->
         recorded = {e["name"] for e in json.load(file)["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep#")}
     read = {name for name in top.index if str(name).startswith("ProfilerStep#")}
     assert read == recorded and len(read) >= 2  # the last step too
+
+
+def test_module_paths_read_as_the_model_names_them() -> None:
+    """A root Sequential's children under its class, not as bare numbers; torch.compile's wrapper left out."""
+    import torch
+    from torch import nn
+
+    from torchbenchmark.measure.profiling import ModuleNames
+
+    class Holder:  # a model of the contract, its network in `module`
+        def __init__(self, module: nn.Module) -> None:
+            self.module = module
+
+    chain = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.ReLU(), nn.Linear(2, 1)))
+    paths = set(ModuleNames(Holder(chain)).paths.values())
+    assert paths == {"Sequential", "Sequential.0", "Sequential.1", "Sequential.1.0", "Sequential.1.1"}
+    compiled = torch.compile(chain)  # an OptimizedModule holding the network as _orig_mod; nothing compiles until called
+    assert set(ModuleNames(Holder(compiled)).paths.values()) == paths
+    named = nn.Module()
+    named.encoder = nn.Linear(2, 2)
+    assert set(ModuleNames(Holder(named)).paths.values()) == {"Module", "encoder"}

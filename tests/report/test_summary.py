@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from torchbenchmark.analyze.compare import CaseComparison
+from torchbenchmark.report.case import doubts
 from torchbenchmark.report.format import Column, render_columns_html
 from torchbenchmark.report.summary import COLUMNS, note, render_table, render_text, render_untrustworthy
 from torchbenchmark.report.tables import COMPARISON_COLUMNS
 from torchbenchmark.results.files import dumps
-from torchbenchmark.results.records import Summary
+from torchbenchmark.results.records import RunRecord, Summary, summary_of_records
 from torchbenchmark.results.schema import (
     CaseResult,
     Costs,
@@ -367,6 +368,12 @@ def costed(pct_of_peak: float | None, compute_limit: str | None = "arithmetic") 
 )
 def test_notes_on_costs_say_what_limits_a_step_and_a_share_above_the_peak(pct_of_peak, compute_limit, shown) -> None:
     assert note(costed(pct_of_peak, compute_limit)) == shown
+    cautions = doubts(
+        summary_of_records([RunRecord("r", ENVIRONMENT, None, (costed(pct_of_peak, compute_limit),))], "s"),
+        costed(pct_of_peak, compute_limit),
+    )
+    # The report's case section says what summary.txt's note does of a share above the peak.
+    assert any("above the peak" in caution for caution in cautions) == ("above the peak" in shown)
 
 
 def test_scaling_notes_where_the_verdict_changes() -> None:

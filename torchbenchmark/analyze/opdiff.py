@@ -106,12 +106,17 @@ class OpChange:
     def change_total_us_per_step(self) -> float:
         return self.new_total_us_per_step - self.base_total_us_per_step
 
+    @property
+    def calls_moved(self) -> bool:
+        """Its calls per step changed by more than half a call: a change in the code, not in the machine."""
+        return abs(self.new_calls_per_step - self.base_calls_per_step) > 0.5
+
 
 @dataclasses.dataclass(frozen=True)
 class OpDiff:
     """The ops a comparison moved most, those only one side ran, and the events per step by kind on each side."""
 
-    ops: tuple[OpChange, ...]  # at most TOP_OPS, by how far their total time per step moved, either way
+    ops: tuple[OpChange, ...]  # at most TOP_OPS: those whose calls per step moved first, then by how far their time moved
     only_in_base: tuple[str, ...]
     only_in_new: tuple[str, ...]
     events_per_step: dict[str, tuple[float, float]]  # kind -> (base, new)
@@ -137,7 +142,9 @@ def op_diff(base: TraceOps, new: TraceOps, top: int = TOP_OPS) -> OpDiff:
         )
         for name in names
     ]
-    changes.sort(key=lambda change: (-abs(change.change_total_us_per_step), -abs(change.change_us_per_step), change.name))
+    # Calls per step are exact, time is not: an op called more or less often leads, whatever its time moved
+    # (an A-A pair's times move by load alone); then by how far the time moved.
+    changes.sort(key=lambda c: (not c.calls_moved, -abs(c.change_total_us_per_step), -abs(c.change_us_per_step), c.name))
     return OpDiff(
         ops=tuple(changes[:top]),
         only_in_base=tuple(sorted(base.self_us.keys() - new.self_us.keys())),

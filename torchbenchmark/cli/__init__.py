@@ -13,13 +13,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from torchbenchmark.cli.args import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError
-from torchbenchmark.report.format import escape_controls
+from torchbenchmark.report.format import escape_controls, program
 
 if TYPE_CHECKING:  # the sweep's module loads torch: imported only when a sweep runs
     from torchbenchmark.run.sweep import Machinery
 
 SUBCOMMANDS = {"compare": "compare", "check": "check", "merge": "merge", "list": "listing"}  # name -> cli module
-PROG = "diagnostics.py"
 
 
 def main(argv: Sequence[str] | None = None, machinery: Machinery | None = None) -> int:
@@ -39,10 +38,10 @@ def main(argv: Sequence[str] | None = None, machinery: Machinery | None = None) 
             return listing.show(args.models, args.exclude)
         return sweep.main(args, argv) if machinery is None else sweep.main(args, argv, machinery)
     except UsageError as error:
-        print(f"{PROG}: error: {escape_controls(str(error), one_line=True)}", file=sys.stderr)
+        print(f"{program()}: error: {escape_controls(str(error), one_line=True)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
+        print(f"{program()}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # the output piped into a command that stopped reading (head)
         return EXIT_OK

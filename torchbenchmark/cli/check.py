@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from torchbenchmark.cli.args import EXIT_FAILED, EXIT_OK, Parser
 from torchbenchmark.cli.models import resolve_device, resolve_models, resolve_modes
 from torchbenchmark.registry import is_plugin_spec
-from torchbenchmark.report.format import escape_controls
+from torchbenchmark.report.format import escape_controls, program
 from torchbenchmark.report.tables import render_check
 from torchbenchmark.run.plugins import PluginProbe, probe_plugins
 
@@ -24,7 +24,7 @@ EPILOG = "exit status: 0 every rule holds; 1 a rule is broken, or a model cannot
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
-        prog="diagnostics.py check",
+        prog=f"{program()} check",
         epilog=EPILOG,
         description="Check models against the contract, rule by rule: the checks python test.py runs.",
     )

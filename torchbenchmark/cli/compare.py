@@ -9,6 +9,7 @@ from pathlib import Path
 
 from torchbenchmark.analyze.compare import DEFAULT_INSTRUCTIONS_THRESHOLD_PCT, DEFAULT_THRESHOLD_PCT, Comparison, compare, with_op_diffs
 from torchbenchmark.cli.args import EXIT_OK, Parser, UsageError, check_new_files, percent
+from torchbenchmark.report.format import program
 from torchbenchmark.report.page import render_comparison_report
 from torchbenchmark.report.tables import COLUMN_NAMES, render_comparison
 from torchbenchmark.results.files import StorageError, dumps, write_atomic
@@ -27,7 +28,7 @@ exit status: 0 nothing slower or newly failing; 1 a case regressed; 2 usage erro
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
-        prog="diagnostics.py compare",
+        prog=f"{program()} compare",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Compare two runs: each case's step-time ratio with a 95% interval, and a regression gate.",

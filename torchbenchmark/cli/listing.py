@@ -13,6 +13,7 @@ from torchbenchmark.cli.args import EXIT_OK, Parser, UsageError
 from torchbenchmark.cli.models import exclude_models, resolve_models
 from torchbenchmark.contract import contract_problems
 from torchbenchmark.registry import SOURCES, ModelUnavailableError, is_plugin_spec, list_models, meta_of, model_class, source_names
+from torchbenchmark.report.format import program
 from torchbenchmark.report.tables import Listed, render_list
 from torchbenchmark.run.plugins import IMPORT_TIMEOUT_S, PluginProbe, probe_plugins
 
@@ -24,7 +25,7 @@ DESCRIPTION = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="diagnostics.py list", epilog="exit status: 0 listed; 2 usage error.", description=DESCRIPTION)
+    parser = Parser(prog=f"{program()} list", epilog="exit status: 0 listed; 2 usage error.", description=DESCRIPTION)
     parser.add_argument(
         "specs",
         nargs="*",

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from torchbenchmark.cli.args import EXIT_FAILED, EXIT_OK, Parser, UsageError
-from torchbenchmark.report.format import escape_controls
+from torchbenchmark.report.format import escape_controls, program
 from torchbenchmark.results.files import StorageError
 from torchbenchmark.run import outdir
 from torchbenchmark.run.merge import MergeConflict, VersionsDiffer, merge
@@ -16,7 +16,7 @@ from torchbenchmark.run.merge import MergeConflict, VersionsDiffer, merge
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
-        prog="diagnostics.py merge",
+        prog=f"{program()} merge",
         epilog="exit status: 0 merged; 1 a write failed midway (a full disk: the message names the file);\n"
         "2 usage error or shards that disagree (nothing written).",
         description="Join the outputs of a sweep's shards (--shard I/N) into one output folder and summary.",
@@ -39,12 +39,12 @@ def main(argv: Sequence[str]) -> int:
         raise UsageError(str(error)) from None
     except OSError as error:  # after the checks, while writing: what was written stays, nothing half-written
         print(
-            escape_controls(f"diagnostics.py: error: merge cannot write {error.filename or args.out}: {error.strerror or error}"),
+            escape_controls(f"{program()}: error: merge cannot write {error.filename or args.out}: {error.strerror or error}"),
             file=sys.stderr,
         )
         return EXIT_FAILED
     for item in outcome.left_out:
-        print(escape_controls(f"diagnostics.py merge: warning: {item}"), file=sys.stderr)
+        print(escape_controls(f"{program()} merge: warning: {item}"), file=sys.stderr)
     note = f"; missing shards {', '.join(outcome.missing_shards)}" if outcome.missing_shards else ""
     print(
         f"merged {len(outcome.summary.rows)} case(s) from {len(outcome.sources)} source(s) on "

@@ -26,7 +26,7 @@ from torchbenchmark.cli.models import exclude_models, resolve_device, resolve_mo
 from torchbenchmark.measure.environment import check_ranks
 from torchbenchmark.measure.instructions import valgrind_missing
 from torchbenchmark.registry import is_plugin_spec
-from torchbenchmark.report.format import console
+from torchbenchmark.report.format import console, program
 from torchbenchmark.report.summary import render_untrustworthy
 from torchbenchmark.results.files import StorageError
 from torchbenchmark.results.schema import EAGER, CaseResult
@@ -70,8 +70,8 @@ def _precisions(text: str) -> tuple[str, ...]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
-        prog="diagnostics.py",
-        usage="diagnostics.py --models SPEC[,SPEC...] [options] | diagnostics.py SUBCOMMAND ...",
+        prog=program(),
+        usage=f"{program()} --models SPEC[,SPEC...] [options] | {program()} SUBCOMMAND ...",
         description="Profile models; say where each step's time goes and whether it is dispatch-bound.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -144,7 +144,7 @@ def _check_flags(args: argparse.Namespace, device: str, modes: list[str]) -> Non
         except ValueError as error:
             raise UsageError(f"--ddp {args.ddp}: {error}") from None
         if warning:
-            print(console(f"diagnostics.py: warning: --ddp {args.ddp}: {warning}"), file=sys.stderr)
+            print(console(f"{program()}: warning: --ddp {args.ddp}: {warning}"), file=sys.stderr)
     if (args.backend != DEFAULT_BACKEND or args.compile_mode != "default") and not args.compile:
         raise UsageError("--backend and --compile-mode go with --compile")
     if args.compile:
@@ -179,14 +179,15 @@ def options_of(args: argparse.Namespace, device: str, argv: Sequence[str]) -> Sw
         repeat=args.repeat,
         shard=args.shard,
         peak_gflops=args.peak_gflops,
-        command=shlex.join(["diagnostics.py", *argv]),
+        command=shlex.join([*shlex.split(program()), *argv]),
         progress=not args.no_progress,
     )
 
 
 def rerun_command(args: argparse.Namespace, spec: str, row: CaseResult) -> str:
     """The command line that runs one row's case again with the sweep's own flags."""
-    words = ["python", "diagnostics.py", "--models", spec, "--modes", row.mode, "--out", args.out, "--device", row.device]
+    run = ["python", "diagnostics.py"] if program() == "diagnostics.py" else shlex.split(program())
+    words = [*run, "--models", spec, "--modes", row.mode, "--out", args.out, "--device", row.device]
     counts = (("--batch-size", args.batch_size), ("--steps", args.steps), ("--threads", args.threads), ("--ddp", args.ddp))
     for flag, value in (*counts, ("--repeat", args.repeat if args.repeat > 1 else None)):
         if value:
@@ -222,7 +223,7 @@ def main(args: argparse.Namespace, argv: Sequence[str], machinery: Machinery = M
         models = exclude_models(models, args.exclude)
     missing = valgrind_missing() if args.instructions is not None else None
     if missing:  # said once here; each row's instructions carry the reason too
-        print(console(f"diagnostics.py: --instructions: {missing}; the cases run without counts"), file=sys.stderr)
+        print(console(f"{program()}: --instructions: {missing}; the cases run without counts"), file=sys.stderr)
     return _run(args, models, modes, options_of(args, device, argv), machinery)
 
 
@@ -241,7 +242,7 @@ def _run(args: argparse.Namespace, models: list[str], modes: list[str], options:
     except (outdir.OutputBusy, outdir.OutputUnusable, SweepArgumentError, StorageError) as error:
         raise UsageError(str(error)) from None
     except Interrupted as interrupted:  # before the first case began: there is nothing to summarise
-        print("diagnostics.py: interrupted", file=sys.stderr)
+        print(f"{program()}: interrupted", file=sys.stderr)
         return 128 + interrupted.signum
     finally:
         for signum, handler in previous.items():

@@ -53,7 +53,7 @@ def measure_peak(
         used = torch.get_num_threads()
     finally:
         torch.set_num_threads(saved)
-    where = f"{used} threads" if device.type == "cpu" else torch.cuda.get_device_name(device)
+    where = f"{used} thread{'' if used == 1 else 's'}" if device.type == "cpu" else torch.cuda.get_device_name(device)
     parts = [f"{name} {best:.1f} (median {median:.1f}, {n} runs)" for (name, _, _), (best, median, n) in zip(kernels, readings)]
     method = f"best of {dtype} {' and '.join(parts)} GFLOP/s on {where}"
     return MachinePeak(round(max(best for best, _, _ in readings), 1), method)

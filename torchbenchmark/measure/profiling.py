@@ -127,6 +127,17 @@ def run_profile(model: Any, mode: str, device: torch.device, kind: str, active: 
     )
 
 
+def module_path(prefix: str, name: str, network: torch.nn.Module) -> str:
+    """A module's path as a reader finds it in the model: ``name`` in ``network`` under ``prefix``, without
+    torch.compile's ``_orig_mod`` wrapper; the child of a root ``Sequential`` under the root's class
+    (``Sequential.2``, not a bare ``2``); the root itself by its class."""
+    parts = [part for part in name.split(".") if part and part != "_orig_mod"]
+    root = type(getattr(network, "_orig_mod", network)).__name__
+    if not prefix and parts and parts[0].isdigit():
+        parts.insert(0, root)
+    return ".".join(part for part in (prefix, *parts) if part) or root
+
+
 class ModuleNames:
     """The profiler's name of each module a step calls, ``<Class>_<k>``, to its path in the model.
 
@@ -146,7 +157,7 @@ class ModuleNames:
         self.paths: dict[int, str] = {}
         for prefix, network in roots.items():
             for name, module in network.named_modules():
-                self.paths.setdefault(id(module), ".".join(part for part in (prefix, name) if part) or type(module).__name__)
+                self.paths.setdefault(id(module), module_path(prefix, name, network))
         self.order: dict[str, list[int]] = defaultdict(list)
         self._seen: set[int] = set()
         self._handle: Any = None

@@ -204,8 +204,9 @@ def busy_machine(threads: int) -> str | None:
         pressure = None
     if (load is None or load + threads <= cpus) and (pressure is None or pressure <= BUSY_PRESSURE_PCT):
         return None
-    shown = [f"load average {load:.1f} on {cpus} CPUs"] if load is not None else []
-    shown += [f"CPU pressure {pressure:.0f}%"] if pressure is not None else []
+    # Only what made it busy: a pressure of 0% beside a high load average reads as a contradiction.
+    shown = [f"load average {load:.1f} on {cpus} CPUs"] if load is not None and load + threads > cpus else []
+    shown += [f"CPU pressure {pressure:.0f}%"] if pressure is not None and pressure > BUSY_PRESSURE_PCT else []
     return ", ".join(shown)
 
 

@@ -70,6 +70,8 @@ def doubts(summary: Summary, row: CaseResult) -> list[str]:
         reasons.append("untrustworthy: " + "; ".join(row.untrustworthy_reasons))
     if row.costs is not None and row.costs.flops_partial:
         reasons.append(f"FLOPs partial (GFLOP figures are lower bounds), not counted: {', '.join(row.costs.flops_uncounted)}")
+    if row.costs is not None and (row.costs.pct_of_peak or 0) > 100:
+        reasons.append(f"{row.costs.pct_of_peak:.0f}% of peak, above the peak: the peak was measured under load")
     if row.status == "ok" and row.remedy is not None:
         reasons.extend(row.remedy.marks)
     if differs(summary.environment, summary.environment_of(row)):

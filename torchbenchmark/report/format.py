@@ -6,9 +6,11 @@ import dataclasses
 import html
 import shlex
 import shutil
+import sys
 import textwrap
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import tabulate as tabulate_module
@@ -49,6 +51,15 @@ def escape_controls(text: str, one_line: bool = False) -> str:
         return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
 
     return "".join(shown(c) for c in text)
+
+
+def program() -> str:
+    """How this command was run, for its messages and the commands it suggests: ``python -m torchbenchmark``,
+    the ``torchbenchmark`` console script, or ``diagnostics.py``."""
+    started = Path(sys.argv[0] if sys.argv else "")
+    if started.name == "__main__.py" and started.parent.name == "torchbenchmark":
+        return "python -m torchbenchmark"
+    return "torchbenchmark" if started.name == "torchbenchmark" else "diagnostics.py"
 
 
 CONSOLE_COLUMNS = 120  # the terminal view's width where the terminal does not say its own (a CI log)

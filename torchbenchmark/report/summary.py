@@ -229,9 +229,10 @@ note         why a case did not end ok; UNTRUSTWORTHY and why for an ok row whos
              Steps whose threads waited for a CPU are left out of ms/step when enough others remain.
              Rerun those on a quieter machine."""
 VARIANT_LEGEND = """\
-speedup x    a variant's step time against eager, measured in its own process; eager bound x: the most removing
-             the eager row's estimated overhead could buy, 1 / (1 - overhead); past: the variant beat it, so it
-             also made the arithmetic faster (docs/explain.md)"""
+speedup x    a variant's step time against eager, the two taking turns in the variant's own process. The eager
+             row beside it ran in a process of its own at another time, so its ms/step over the variant's need
+             not be this ratio; eager bound x: the most removing the eager row's estimated overhead could buy,
+             1 / (1 - overhead); past: the variant beat it, so it also made the arithmetic faster (docs/explain.md)"""
 INSTRUCTIONS_LEGEND = f"""\
 instr/step   (--instructions) instructions a step executes, counted under valgrind's callgrind on one thread: the
              median of the counted steps, with their spread (max - min) beside it when above {COUNT_SPREAD_SHOWN_PCT:g}%. Blank:

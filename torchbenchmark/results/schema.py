@@ -50,6 +50,11 @@ from torchbenchmark.results.parts import (
 )
 from torchbenchmark.results.variant_parts import Accuracy, CompileReport, GraphBreak, RemedyReport
 
+# The headline names the module holding most of the overhead only where the overhead is this share of the step
+# or more, and the module this share of the estimate (a module of 1% of an overhead of 0.1% names nothing).
+HEADLINE_OVERHEAD_AT = 0.05
+HEADLINE_MODULE_AT = 10.0
+
 
 class Case(Protocol):
     """What keys a case's row: a ``CaseSpec`` has it."""
@@ -154,8 +159,10 @@ class CaseResult(Record):
             figures += (" borderline" if compact else ", borderline") if self.dispatch.borderline else ""
             figures += "" if compact else ")"
         if self.bound is not None:
-            figures += f", {'bound' if compact else 'removing it bounds'} {self.bound.speedup_bound:.3g}x"
-        if not compact and self.attribution is not None and (top := self.attribution.top("module")) is not None:
+            low, high = self.bound.speedup_bound_range
+            shown = "" if compact or low == high else f" ({low:.3g}x to {high:.3g}x)"
+            figures += f", {'bound' if compact else 'removing it bounds'} {self.bound.speedup_bound:.3g}x{shown}"
+        if not compact and (top := self._top_module()) is not None:
             figures += f", most in {top.name} ({top.pct_of_estimate:.0f}%)"
         if self.speedup_vs_eager is not None:
             figures += f", {self.speedup_vs_eager:.2f}x eager"
@@ -167,6 +174,14 @@ class CaseResult(Record):
         if not compact and self.costs is not None and self.costs.flops_partial:
             figures += f"; FLOPs partial, not counted: {', '.join(self.costs.flops_uncounted)}"
         return f"{head}: {figures}"
+
+    def _top_module(self) -> OverheadShare | None:
+        """The module holding most of the overhead, where that says something: a share of the step worth
+        removing (``HEADLINE_OVERHEAD_AT``) and of the estimate worth naming (``HEADLINE_MODULE_AT``)."""
+        if self.attribution is None or self.dispatch is None or self.dispatch.overhead_fraction < HEADLINE_OVERHEAD_AT:
+            return None
+        top = self.attribution.top("module")
+        return top if top is not None and top.pct_of_estimate >= HEADLINE_MODULE_AT else None
 
     def __repr__(self) -> str:
         """The headline, and what the estimate's overhead is made of (``Dispatch.terms_us``)."""

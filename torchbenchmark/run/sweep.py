@@ -33,7 +33,7 @@ from torchbenchmark.registry import (
     source_of,
     unknown_model_message,
 )
-from torchbenchmark.report.format import console
+from torchbenchmark.report.format import console, program
 from torchbenchmark.results.records import RunRecord, RunState, new_run_id, timestamp
 from torchbenchmark.results.schema import FAILURES, MODES, CaseResult, Status
 from torchbenchmark.results.spec import DEFAULT_OUT, PRECISIONS, CaseSpec, Compile
@@ -256,7 +256,7 @@ def _say_if_busy(threads: int | None, busy_machine: Callable[[int], str | None])
 
     busy = busy_machine(threads or torch.get_num_threads())
     if busy:
-        print(console(f"diagnostics.py: the machine is busy ({busy}): steps other work stretches are left out, "
+        print(console(f"{program()}: the machine is busy ({busy}): steps other work stretches are left out, "
                       "and rows left with too few are marked contended"), file=sys.stderr)  # fmt: skip
 
 
