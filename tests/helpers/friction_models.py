@@ -75,27 +75,33 @@ class RankOneStalls(tiny_models.RankOneHangs):
     meta = dataclasses.replace(tiny_models.TinyMLP.meta, name="rank_one_stalls")
 
 
-class RankOneHangsInAStep(tiny_models.TinyMLP):
+class _RankOneInItsFourthStep(tiny_models.TinyMLP):
+    """Rank 1 does ``befall()`` in its fourth train step; every other rank trains on."""
+
+    def befall(self) -> None:
+        raise NotImplementedError
+
+    def train(self, niter: int = 1, step_fn: Any = None) -> None:
+        if os.environ.get("RANK") == "1":
+            self.steps_taken = getattr(self, "steps_taken", 0) + niter
+            if self.steps_taken > 3:
+                self.befall()
+        super().train(niter, step_fn)
+
+
+class RankOneHangsInAStep(_RankOneInItsFourthStep):
     """Rank 1 sleeps for an hour in its fourth train step, while rank 0 waits for it in DDP's all-reduce."""
 
     meta = dataclasses.replace(tiny_models.TinyMLP.meta, name="rank_one_hangs_in_a_step")
 
-    def train(self, niter: int = 1, step_fn: Any = None) -> None:
-        if os.environ.get("RANK") == "1":
-            self.steps_taken = getattr(self, "steps_taken", 0) + niter
-            if self.steps_taken > 3:
-                time.sleep(3600)
-        super().train(niter, step_fn)
+    def befall(self) -> None:
+        time.sleep(3600)
 
 
-class RankOneKilled(tiny_models.TinyMLP):
+class RankOneKilled(_RankOneInItsFourthStep):
     """Rank 1 is killed by SIGKILL (as the kernel kills a process out of memory) in its fourth train step."""
 
     meta = dataclasses.replace(tiny_models.TinyMLP.meta, name="rank_one_killed")
 
-    def train(self, niter: int = 1, step_fn: Any = None) -> None:
-        if os.environ.get("RANK") == "1":
-            self.steps_taken = getattr(self, "steps_taken", 0) + niter
-            if self.steps_taken > 3:
-                os.kill(os.getpid(), signal.SIGKILL)
-        super().train(niter, step_fn)
+    def befall(self) -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
