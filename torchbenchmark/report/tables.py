@@ -208,7 +208,8 @@ def render_op_diffs(comparison: Comparison, width: int | None = None) -> str:
                 lines.append(wrap(escape_controls(f"only in {side}: {', '.join(names)}", one_line=True), width))
         lines.append(wrap(f"op events per step: {events_change(case.ops)}", width))
         blocks.append("\n".join(lines))
-    return "\n\n".join(blocks) + "\n" + wrap(OP_DIFF_LEGEND, width) + "\n" if blocks else ""
+    legend = wrap(OP_DIFF_LEGEND, width) + "\n" if any(case.ops is not None for case in comparison.cases) else ""
+    return "\n\n".join(blocks) + "\n" + legend if blocks else ""
 
 
 def render_top_ops(title: str, summary: TraceSummary) -> str:
