@@ -63,3 +63,39 @@ def test_module_paths_read_as_the_model_names_them() -> None:
     named = nn.Module()
     named.encoder = nn.Linear(2, 2)
     assert set(ModuleNames(Holder(named)).paths.values()) == {"Module", "encoder"}
+
+
+def test_a_module_class_the_profiler_cannot_name_keeps_its_events(tmp_path: Path) -> None:
+    """torch.profiler drops the call of a module whose class name holds a control character or any non-ASCII
+    character, and its events fall to its parent's; under a stand-in name for the profile they stay its own."""
+    import torch
+    from torch import nn
+
+    from tests.helpers.faulty_models import Healthy
+    from torchbenchmark.analyze.attribution import attribute_trace
+    from torchbenchmark.measure.profiling import profiler_writes, run_profile
+
+    hostile = "Ev\x1b[31mil\nBlock\u200b模型"
+    Block = type(hostile, (nn.Module,), {"forward": lambda self, x: (x * 1.5 + 1.0).relu()})
+
+    class Outer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.block, self.head = Block(), nn.Linear(4, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.head(self.block(x))
+
+    class Hostile(Healthy):
+        def build(self) -> nn.Module:
+            return Outer()
+
+    assert not profiler_writes(hostile) and profiler_writes("Linear")
+    model = Hostile(device="cpu", batch_size=2)
+    run = run_profile(model, "eval", torch.device("cpu"), "detailed", 2, tmp_path / "detailed.pt.trace.json.gz")
+    assert Block.__name__ == hostile  # the stand-in name lasts the profile only
+    found = attribute_trace(run.trace_path, {"op": 1.0}, 10.0, *run.names)
+    block = {share.name: share for share in found.overhead_by_module}["block"]
+    assert block.module_class == hostile and block.events_per_step > 0
+    assert "Outer" not in {share.name for share in found.overhead_by_module}  # none of the block's events fell to it
+    assert hostile in {share.name for share in found.overhead_by_class}

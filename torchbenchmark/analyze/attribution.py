@@ -219,17 +219,23 @@ def _shares(
 
 
 def attribute(
-    events: Sequence[Event], prices: Mapping[str, float], estimate_us: float, module_names: Mapping[str, str] | None = None
+    events: Sequence[Event],
+    prices: Mapping[str, float],
+    estimate_us: float,
+    module_names: Mapping[str, str] | None = None,
+    class_names: Mapping[str, str] | None = None,
 ) -> Attribution:
     """The overhead of an average step by module, module class and line; ``estimate_us``: the row's estimated
-    overhead per step; ``module_names``: the profiler's module names (``<Class>_<k>``) to their paths in the model."""
+    overhead per step; ``module_names``: the profiler's module names (``<Class>_<k>``) to their paths in the model;
+    ``class_names``: the stand-in class names the profile ran with (``measure.profiling``) to the classes' own."""
     placed, steps = place(events, prices)
-    names = dict(module_names or {})
+    names, own = dict(module_names or {}), dict(class_names or {})
     totals: dict[str, dict[str | None, list[float]]] = {part: defaultdict(lambda: [0.0, 0.0]) for part in ("module", "class", "line")}
     classes: dict[str, str] = {}
     for where in placed:
         path = None if where.module is None else names.get(where.module, where.module)
         cls = None if where.module is None else where.module.rpartition("_")[0] or where.module
+        cls = own.get(cls, cls) if cls is not None else None
         if path is not None and cls is not None:
             classes[path] = cls
         for part, key in (("module", path), ("class", cls), ("line", where.line)):
@@ -254,9 +260,13 @@ def _note(events: Sequence[Event], placed: Sequence[Placed], names: Mapping[str,
 
 
 def attribute_trace(
-    path: str | Path | None, prices: Mapping[str, float], estimate_us: float, module_names: Mapping[str, str] | None = None
+    path: str | Path | None,
+    prices: Mapping[str, float],
+    estimate_us: float,
+    module_names: Mapping[str, str] | None = None,
+    class_names: Mapping[str, str] | None = None,
 ) -> Attribution:
     """``attribute`` on the detailed trace at ``path``; without one, an empty attribution that says why."""
     if path is None:
         return Attribution(attribution_note="no detailed profile (--no-detailed): the overhead is not placed in modules or lines")
-    return attribute(load_events(path), prices, estimate_us, module_names)
+    return attribute(load_events(path), prices, estimate_us, module_names, class_names)

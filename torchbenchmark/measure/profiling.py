@@ -8,7 +8,9 @@ detailed: shapes, memory events and Python stacks, for follow-up questions (whic
           Its Python stacks name each nn.Module call (``with_stack`` records them in eager mode;
           ``with_modules`` only for TorchScript, so it is not asked for), and its warmup step, which it
           does not record, runs with a module hook that learns each module's path (``ModuleNames``):
-          what ``analyze.attribution`` reads.
+          what ``analyze.attribution`` reads. torch.profiler drops the call of a module whose class name
+          it cannot write (a character outside printable ASCII, a quote, a backslash), and its events fall
+          to its parent's: through the profile such a class goes by a stand-in name, mapped back.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import os
 import shutil
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -55,7 +58,13 @@ class ProfileRun:
     export_s: float
     samples: tuple[StepSample, ...] = ()  # what the kernel saw of each active step (measure.schedstat)
     module_names: dict[str, str] | None = None  # detailed: the profiler's module names to their paths (ModuleNames)
+    class_names: dict[str, str] | None = None  # detailed: stand-in names of classes torch.profiler cannot name, to theirs
     naming_s: float = 0.0  # wall time spent naming them, beside the warmup step's
+
+    @property
+    def names(self) -> tuple[dict[str, str] | None, dict[str, str] | None]:
+        """What ``analyze.attribution`` needs to name the trace's modules: ``module_names`` and ``class_names``."""
+        return self.module_names, self.class_names
 
     def on_cpu(self, events: OverheadEvents, own_us: float | None = None) -> OverheadEvents:
         """``events`` of these steps, each gap less the time its thread spent off a CPU, of the steps no other
@@ -103,12 +112,12 @@ def run_profile(model: Any, mode: str, device: torch.device, kind: str, active: 
 
     started = time.perf_counter()
     naming = ModuleNames(model) if kind == "detailed" else None  # during the warmup step only (wait is 0)
-    with profile(
-        activities=activities,
-        schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
-        on_trace_ready=export,
-        **options,
-    ) as prof:
+    with (
+        naming.stand_ins() if naming else contextlib.nullcontext(),  # left last: the export reads the names
+        profile(
+            activities=activities, schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1), on_trace_ready=export, **options
+        ) as prof,
+    ):
         account = StepAccount()  # read before the profiler's step: its bookkeeping is no step's
         timer = StepTimer(device_sync(device), after_step=lambda: (account(), naming and naming.stop(), prof.step()))
         account.start()
@@ -123,8 +132,15 @@ def run_profile(model: Any, mode: str, device: torch.device, kind: str, active: 
         export_s=export_s,
         samples=tuple(account.steps[wait + warmup :]),
         module_names=naming.names() if naming else None,
+        class_names=dict(naming.stand_in_names) if naming else None,
         naming_s=naming.spent_s if naming else 0.0,
     )
+
+
+def profiler_writes(name: str) -> bool:
+    """Whether torch.profiler's trace keeps a module call of a class so named: printable ASCII, no quote nor
+    backslash (it drops the call outright for any other character, or rewrites a quote or a backslash)."""
+    return all(" " <= c <= "~" and c not in '"\\' for c in name)
 
 
 def module_path(prefix: str, name: str, network: torch.nn.Module) -> str:
@@ -159,7 +175,9 @@ class ModuleNames:
             for name, module in network.named_modules():
                 self.paths.setdefault(id(module), module_path(prefix, name, network))
         self.order: dict[str, list[int]] = defaultdict(list)
+        self.stand_in_names: dict[str, str] = {}  # a stand-in class name to the class's own
         self._seen: set[int] = set()
+        self._classes = [type(module) for network in roots.values() for module in network.modules()]
         self._handle: Any = None
         self.spent_s = time.perf_counter() - started
 
@@ -167,6 +185,19 @@ class ModuleNames:
         if id(module) not in self._seen:
             self._seen.add(id(module))
             self.order[type(module).__name__].append(id(module))
+
+    @contextlib.contextmanager
+    def stand_ins(self) -> Iterator[None]:
+        """Each of the model's module classes whose name torch.profiler cannot write, renamed for the block."""
+        renamed = {cls: cls.__name__ for cls in dict.fromkeys(self._classes) if not profiler_writes(cls.__name__)}
+        try:
+            for k, cls in enumerate(renamed):
+                cls.__name__ = f"RenamedModule{k}"  # a stand-in's own instances are numbered _0, _1, ... by the profiler
+                self.stand_in_names[cls.__name__] = renamed[cls]
+            yield
+        finally:
+            for cls, name in renamed.items():
+                cls.__name__ = name
 
     def __enter__(self) -> ModuleNames:
         self._handle = torch.nn.modules.module.register_module_forward_pre_hook(self._called)

@@ -228,7 +228,8 @@ def render_top_ops(title: str, summary: TraceSummary) -> str:
 
 
 def _share_name(share: OverheadShare) -> str:
-    return share.name if share.part in ("module", "class", "line") else f"({share.name})"
+    """A share's name as one line, whatever a model named its module class (a newline, an escape)."""
+    return escape_controls(share.name, one_line=True) if share.part in ("module", "class", "line") else f"({share.name})"
 
 
 SHARE_COLUMNS = (
@@ -238,7 +239,7 @@ SHARE_COLUMNS = (
 )
 MODULE_COLUMNS = (
     Column("module", _share_name, numeric=False),
-    Column("class", lambda s: s.module_class or "", numeric=False),
+    Column("class", lambda s: escape_controls(s.module_class or "", one_line=True), numeric=False),
     *SHARE_COLUMNS,
 )
 

@@ -332,7 +332,7 @@ def attributed(spec: CaseSpec, measured: Measured, analysed: Analysed, name: str
     detailed = measured.profiles.get("detailed")
     prices = {kind: measured.calibration.prices.of(kind) for kind in PRICED_KINDS}
     try:
-        found = attribute_trace(detailed and detailed.trace_path, prices, analysed.overhead_us, detailed and detailed.module_names)
+        found = attribute_trace(detailed and detailed.trace_path, prices, analysed.overhead_us, *(detailed.names if detailed else ()))
     except (ValueError, KeyError, TypeError, IndexError, OSError) as error:  # a trace it cannot read costs the row only this
         log.warning("%s: overhead not attributed: %s", name, error)
         found = Attribution(attribution_note=f"not attributed: the detailed trace could not be read ({type(error).__name__}: {error})")
