@@ -8,7 +8,7 @@ What it sweeps: every torchvision builder (``torchvision:*``); the classes of Py
 harness's offline Hugging Face list and every ``hf:*ForCausalLM``; and a sample of timm: of every
 ``timm.list_models()`` name whose model has at most ``--timm-max-params`` parameters (counted on the meta
 device: nothing allocated), ``--timm`` of them evenly spaced by name. Each case runs as a sweep runs it,
-train and eval, ``--steps 3 --no-detailed --threads 1 --batch-size 2`` (the step kept small: a catalogue
+in ``--modes`` (train and eval unless told), ``--steps 3 --no-detailed --threads 1 --batch-size 2`` (the step kept small: a catalogue
 asks whether each model builds and steps, not how fast at its full batch), in ``--shards`` shards side by
 side, joined with ``diagnostics.py merge``. ``--parts`` chooses which of the four lists to sweep. A step time the tool marked (``untrustworthy_reasons``) is shown with its mark.
 """
@@ -30,7 +30,7 @@ from benchmarks._report import record
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "models.md"
 BEGIN, END = "<!-- catalogue:begin -->", "<!-- catalogue:end -->"
-SWEEP_FLAGS = ["--modes", "train,eval", "--device", "cpu", "--steps", "3", "--no-detailed", "--threads", "1", "--no-progress"]
+SWEEP_FLAGS = ["--device", "cpu", "--steps", "3", "--no-detailed", "--threads", "1", "--no-progress"]
 
 
 def timm_sample(count: int, max_params: int, cache: Path) -> list[str]:
@@ -68,9 +68,10 @@ def specs(parts: list[str], timm_count: int, max_params: int, folder: Path) -> l
     return list(dict.fromkeys(spec for part in parts for spec in chosen[part]()))
 
 
-def sweep(chosen: list[str], folder: Path, shards: int, timeout_s: int, batch_size: int | None) -> Path:
+def sweep(chosen: list[str], folder: Path, shards: int, timeout_s: int, batch_size: int | None, modes: str) -> Path:
     """The shards side by side, then merged; the merged folder."""
-    command = [sys.executable, str(ROOT / "diagnostics.py"), "--models", ",".join(chosen), *SWEEP_FLAGS, "--timeout", str(timeout_s)]
+    command = [sys.executable, str(ROOT / "diagnostics.py"), "--models", ",".join(chosen), "--modes", modes, *SWEEP_FLAGS]
+    command += ["--timeout", str(timeout_s)]
     command += ["--batch-size", str(batch_size)] if batch_size else []
     running = []
     for shard in range(1, shards + 1):
@@ -146,6 +147,7 @@ def main() -> int:
         "--batch-size", type=int, default=2, help="every case's batch (default: 2, the least train's batch norm takes); 0: each model's own"
     )
     parser.add_argument("--timeout", type=int, default=600, help="seconds per case (default: 600)")
+    parser.add_argument("--modes", default="train,eval", help="train, eval or both (default: both)")
     parser.add_argument("--table-only", action="store_true", help="merge the shards in --out and write the table; sweep nothing")
     parser.add_argument("--dry-run", action="store_true", help="print the table and counts; change no file")
     args = parser.parse_args()
@@ -159,7 +161,7 @@ def main() -> int:
         chosen = specs(args.parts.split(","), args.timm, args.timm_max_params, args.out)
         (args.out / "specs.json").write_text(json.dumps(chosen, indent=1))
         print(f"{len(chosen)} models, {args.shards} shards", flush=True)
-        merged = sweep(chosen, args.out, args.shards, args.timeout, args.batch_size)
+        merged = sweep(chosen, args.out, args.shards, args.timeout, args.batch_size, args.modes)
     rows_table, summary = table(merged)
     if not args.dry_run:
         write_page(rows_table, summary)
