@@ -46,7 +46,7 @@ def test_steps_are_kept_clean_when_enough_are_and_all_are_kept_otherwise() -> No
     assert timesplit.kept(mostly_waiting) == [True] * 10
 
 
-def split_of(samples: list, machine=(None, None, None), profiled: list = ()) -> TimeSplit:
+def split_of(samples: list, machine=(None,) * 4, profiled: list = ()) -> TimeSplit:
     result = timesplit.time_split(samples, "schedstat", machine, profiled)
     assert result is not None
     return result
@@ -55,20 +55,49 @@ def split_of(samples: list, machine=(None, None, None), profiled: list = ()) -> 
 def test_a_row_is_contended_when_too_few_steps_ran_clean_and_says_how_much_its_threads_waited() -> None:
     fine = split_of(steps(8) + steps(2, wait_ms=0.5))
     assert (fine.steps_kept, fine.steps_measured, fine.contended) == (8, 10, ())
-    busy = split_of(steps(1) + steps(9, wait_ms=0.2, others_ms=0.3), machine=(35.0, 10.0, 2.5))
+    busy = split_of(steps(1) + steps(9, wait_ms=0.2, others_ms=0.3), machine=(35.0, 40.0, 2.5, 2))
     assert busy.contended == ("contended: its threads waited 45% of the step for a CPU (machine CPU pressure 35%)",)
     assert busy.intra_op_wait  # most of it the intra-op threads'
-    no_psi = split_of(steps(1) + steps(9, wait_ms=0.5), machine=(None, None, 2.5))
+    no_psi = split_of(steps(1) + steps(9, wait_ms=0.5), machine=(None, None, 2.5, 2))
     assert no_psi.contended[0].endswith("(load average 2.5)") and not no_psi.intra_op_wait
 
 
 def test_other_work_elsewhere_on_the_machine_is_information_not_a_mark() -> None:
     """The case's threads had the CPUs they asked for: no wait, so no mark, however busy the rest of the machine."""
-    shared = split_of(steps(10), machine=(0.0, 50.0, 2.0))
+    shared = split_of(steps(10), machine=(0.0, 50.0, 2.0, 2))
     assert (shared.contended, shared.shared, shared.other_work_pct) == ((), True, 50.0)
-    assert not split_of(steps(10), machine=(0.0, 5.0, 1.0)).shared
-    waited = split_of(steps(1) + steps(9, wait_ms=0.5), machine=(40.0, 50.0, 2.0))  # its own threads waited: marked
+    assert not split_of(steps(10), machine=(0.0, 5.0, 1.0, 2)).shared
+    waited = split_of(steps(1) + steps(9, wait_ms=0.5), machine=(40.0, 50.0, 2.0, 2))  # its own threads waited: marked
     assert waited.contended == ("contended: its threads waited 45% of the step for a CPU (machine CPU pressure 40%)",)
+
+
+def test_a_wait_other_work_cannot_account_for_is_named_the_cases_own() -> None:
+    """Its threads waited 45% of the step while other processes took 5% of two CPUs (10% of the step's time at
+    most): the wait is on the case's own threads and processes, and a quieter machine would not help."""
+    own = split_of(steps(1) + steps(9, wait_ms=0.5), machine=(45.0, 5.0, 3.0, 2))
+    assert own.own_wait and own.contended == (
+        "contended: its threads waited 45% of the step for a CPU; other work took 5% of the machine, too little for that: "
+        "the wait is on its own threads and processes",
+    )
+    assert not split_of(steps(1) + steps(9, wait_ms=0.5), machine=(45.0, 15.0, 3.0, 2)).own_wait  # 30% of the step: it could
+    assert not split_of(steps(1) + steps(9, wait_ms=0.5), machine=(45.0, 5.0, 3.0, None)).own_wait  # CPUs unknown: not said
+
+
+@pytest.mark.slow
+def test_the_cases_own_helper_processes_are_not_other_work() -> None:
+    """A process the case started (a data loader's worker) spins beside it: its CPU time is the case's family's."""
+    import subprocess
+    import sys
+
+    gauge_start = schedstat.family_cpu_s()
+    spinner = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 1.0\nwhile time.time() < end: pass"])
+    try:
+        time.sleep(0.6)
+        assert schedstat.descendants_ticks() > 0  # alive, and counted from /proc
+        spinner.wait(timeout=30)
+    finally:
+        spinner.kill()
+    assert schedstat.family_cpu_s() - gauge_start >= 0.1  # reaped: its CPU time now in os.times's children
 
 
 def test_a_window_shorter_than_the_tick_clock_can_resolve_gives_no_other_work_figure() -> None:
@@ -191,7 +220,7 @@ def test_a_side_whose_threads_waited_holds_the_wait_in_its_spread_so_its_case_ca
 
 
 def test_a_side_beside_other_work_whose_threads_did_not_wait_is_compared_on_its_steps() -> None:
-    shared = split_of(steps(10), machine=(0.0, 60.0, 2.0))
+    shared = split_of(steps(10), machine=(0.0, 60.0, 2.0, 2))
     quiet = [row_with(None, 10.0, samples=(10.0,) * 3)]
     comparison = compare(side(quiet[0]), side(row_with(shared, 12.0, samples=(12.0,) * 3)))
     assert (comparison.cases[0].call, comparison.cases[0].notes, comparison.exit_status) == ("slower", (), 1)

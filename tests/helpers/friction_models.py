@@ -105,3 +105,23 @@ class RankOneKilled(_RankOneInItsFourthStep):
 
     def befall(self) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _spin(parent: int) -> None:
+    while os.getppid() == parent:  # until the case's process is gone, however it ended
+        pass
+
+
+class SpinsHelpers(tiny_models.TinyMLP):
+    """Starts one helper process per CPU that spins for the case's life, as a data loader's workers may: its
+    threads wait for a CPU on its own processes, no other work's (``TimeSplit.own_wait``)."""
+
+    meta = dataclasses.replace(tiny_models.TinyMLP.meta, name="spins_helpers")
+
+    def build(self) -> nn.Module:
+        import multiprocessing
+
+        context = multiprocessing.get_context("fork")
+        for _ in range(os.cpu_count() or 1):
+            context.Process(target=_spin, args=(os.getpid(),), daemon=True).start()
+        return super().build()

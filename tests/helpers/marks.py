@@ -20,6 +20,6 @@ def marked(result: Any) -> bool:
 def steps_marked(steps: Any) -> bool:
     """What a row made of these characterised steps would carry: windows that never agreed, or contention."""
     machine = steps.machine
-    figures = (machine.pressure_pct, machine.other_work_pct, machine.load_average) if machine else (None, None, None)
+    figures = (machine.pressure_pct, machine.other_work_pct, machine.load_average, machine.cpus) if machine else (None,) * 4
     split = timesplit.time_split(steps.samples, steps.clock_method, figures)
     return not steps.windows_agree or bool(split is not None and split.contended)

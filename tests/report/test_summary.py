@@ -454,6 +454,19 @@ def test_render_untrustworthy_fits_the_terminal_and_its_command_pastes_whole(mon
     assert shlex.split(pasted) == shlex.split(command)
 
 
+def test_a_row_that_waited_on_its_own_processes_is_told_to_use_fewer_not_a_quieter_machine() -> None:
+    from torchbenchmark.results.schema import TimeSplit
+
+    def split(other_work_pct: float) -> TimeSplit:
+        return TimeSplit("schedstat", 55.0, 45.0, 0.0, 0.0, 10, 1, pressure_pct=50.0, other_work_pct=other_work_pct, cpus=2)
+
+    own, shared = (ok_row(time_split=split(pct)) for pct in (3.0, 60.0))
+    said = " ".join(render_untrustworthy([own], lambda _: "python diagnostics.py --models m").split())
+    assert "the wait is on its own threads and processes give it fewer threads (--threads 1)" in said
+    assert "quieter machine" not in said
+    assert "rerun it on a quieter machine" in render_untrustworthy([shared], lambda _: "python diagnostics.py --models m")
+
+
 def test_the_summary_json_of_a_loaded_summary_is_its_dict() -> None:
     summary = Summary("x", ENVIRONMENT, tuple(ROWS[:2]), {})
     document = json.loads(dumps(summary.to_dict()))

@@ -57,11 +57,11 @@ def split(steps: Sequence[StepSample]) -> Split | None:
     return Split(100 * cpu / wall, 100 * (main_wait + others) / wall, 100 * blocked / wall, 100 * others / wall)
 
 
-def time_split(steps: Sequence[StepSample], method: str, machine: tuple[float | None, float | None, float | None],
+def time_split(steps: Sequence[StepSample], method: str, machine: tuple[float | None, float | None, float | None, int | None],
                profiled: Sequence[StepSample] = ()) -> TimeSplit | None:  # fmt: skip
     """The row's ``time_split``: the measured steps' split, how many stayed clean, and the profiled steps' wait.
 
-    ``machine`` is the machine's CPU pressure (%), the other work on it (% of its CPUs) and its load average.
+    ``machine`` is the machine's CPU pressure (%), the other work on it (% of its CPUs), its load average and its CPUs.
     """
     whole = split(steps)
     if whole is None:
@@ -70,7 +70,7 @@ def time_split(steps: Sequence[StepSample], method: str, machine: tuple[float | 
     return TimeSplit(
         method=method, on_cpu_pct=whole.on_cpu_pct, waiting_pct=whole.waiting_pct, blocked_pct=whole.blocked_pct,
         others_waiting_pct=whole.others_waiting_pct, steps_measured=len(steps), steps_kept=sum(clean(steps)),
-        pressure_pct=machine[0], other_work_pct=machine[1], load_average=machine[2],
+        pressure_pct=machine[0], other_work_pct=machine[1], load_average=machine[2], cpus=machine[3],
         profiled_waiting_pct=None if profile is None else profile.waiting_pct,
         profiled_steps_kept=sum(clean(profiled)) if profiled else None, profiled_steps=len(profiled) or None,
     )  # fmt: skip

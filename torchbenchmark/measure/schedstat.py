@@ -12,7 +12,9 @@ such files, the process's CPU time against wall time is the fallback: it cannot 
 Around the measured windows the machine's load is read too (``MachineGauge``): its CPU pressure
 (``/proc/pressure/cpu``: the share of time some task waited for a CPU), and the CPU time every other
 process (and the hypervisor's steal) took (``/proc/stat``), which slows a step without making it wait:
-on a core's hardware sibling, or through shared caches and memory.
+on a core's hardware sibling, or through shared caches and memory. The case's own helper processes (a
+data loader's workers, a process it started) are its own work, not other work: every live descendant's
+CPU time is read from ``/proc/<pid>/stat``.
 """
 
 from __future__ import annotations
@@ -133,16 +135,17 @@ class MachineLoad:
         float | None
     )  # CPU time of every other process (and the hypervisor's steal), in % of the machine's; None: window too short
     load_average: float | None
+    cpus: int | None = None  # the machine's
 
 
 class MachineGauge:
     """The machine's load from when it was made to when it is read (see ``MachineLoad``)."""
 
     def __init__(self) -> None:
-        self.start = (cpu_pressure_us(), busy_ticks(), _own_cpu_s(), time.perf_counter_ns())
+        self.start = (cpu_pressure_us(), busy_ticks(), family_cpu_s(), time.perf_counter_ns())
 
     def read(self) -> MachineLoad:
-        pressure, busy, own, wall = cpu_pressure_us(), busy_ticks(), _own_cpu_s(), time.perf_counter_ns()
+        pressure, busy, own, wall = cpu_pressure_us(), busy_ticks(), family_cpu_s(), time.perf_counter_ns()
         p0, b0, o0, w0 = self.start
         wall_s = max(1e-9, (wall - w0) / 1e9)
         pct = None if pressure is None or p0 is None else 100.0 * (pressure - p0) / 1e6 / wall_s
@@ -150,7 +153,7 @@ class MachineGauge:
         if busy is not None and b0 is not None and wall_s * (os.cpu_count() or 1) * TICKS_PER_S >= MIN_GAUGE_TICKS:
             others_s = (busy - b0) / TICKS_PER_S - (own - o0)
             others = max(0.0, 100.0 * others_s / (wall_s * (os.cpu_count() or 1)))
-        return MachineLoad(pct, others, load_average())
+        return MachineLoad(pct, others, load_average(), os.cpu_count())
 
 
 TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -172,9 +175,32 @@ def busy_ticks() -> int | None:
     return user + nice + system + irq + softirq + steal
 
 
-def _own_cpu_s() -> float:
+def family_cpu_s() -> float:
+    """The CPU time of this process and of the processes it started, in seconds: its threads', its children's
+    that ended (``os.times``) and every live descendant's (``/proc/<pid>/stat``, with the children each reaped)."""
     usage = os.times()
-    return usage.user + usage.system
+    return usage.user + usage.system + usage.children_user + usage.children_system + descendants_ticks() / TICKS_PER_S
+
+
+def descendants_ticks(root: int | None = None) -> int:
+    """The CPU time of every live descendant of ``root`` (this process), in clock ticks; 0 without /proc."""
+    parents: dict[int, list[int]] = {}
+    ticks: dict[int, int] = {}
+    with contextlib.suppress(OSError):
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                with contextlib.suppress(OSError, ValueError, IndexError):
+                    with open(f"/proc/{name}/stat", "rb") as stream:
+                        fields = stream.read().rpartition(b")")[2].split()
+                    # after the name: state ppid ... utime stime cutime cstime (fields 14 to 17 of proc(5))
+                    parents.setdefault(int(fields[1]), []).append(int(name))
+                    ticks[int(name)] = sum(int(value) for value in fields[11:15])
+    found, waiting = 0, list(parents.get(os.getpid() if root is None else root, ()))
+    while waiting:
+        pid = waiting.pop()
+        found += ticks.get(pid, 0)
+        waiting += parents.get(pid, ())
+    return found
 
 
 def cpu_pressure_us() -> int | None:

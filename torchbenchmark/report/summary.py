@@ -294,6 +294,10 @@ def render_untrustworthy(results: Iterable[CaseResult], rerun: Callable[[CaseRes
         lines.append(wrap(f"{row.model} {row.mode} {row.device}{variant}: {'; '.join(row.untrustworthy_reasons)}", width, "  "))
         if row.step_time is not None and row.step_time.n < MIN_STEPS_FOR_SPREAD:
             lines.append(wrap(f"measure more steps: drop --steps, or give --steps {MIN_STEPS_FOR_SPREAD} or more", width, "    "))
+        elif row.time_split is not None and row.time_split.contended and row.time_split.own_wait:
+            lines.append(
+                wrap("give it fewer threads (--threads 1), or fewer processes of its own, than the machine has CPUs", width, "    ")
+            )
         else:
             line = f"    rerun it on a quieter machine: {rerun(row)}"
             lines += [line] if len(line) <= width else ["    rerun it on a quieter machine:", wrap_command(rerun(row), width, "      ")]

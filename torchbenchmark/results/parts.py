@@ -64,8 +64,11 @@ class TimeSplit(Record):
     profiled_waiting_pct: float | None = json_field(default=None, bound=NON_NEGATIVE)  # in the light profile
     profiled_steps_kept: int | None = json_field(default=None, bound=NON_NEGATIVE)
     profiled_steps: int | None = json_field(default=None, bound=NON_NEGATIVE)
+    cpus: int | None = json_field(default=None, bound=NON_NEGATIVE)  # the machine's, where it was measured
 
     def _pressure(self) -> str:
+        if self.own_wait:
+            return f"; other work took {self.other_work_pct:.0f}% of the machine, too little for that: the wait is on its own threads and processes"
         if self.pressure_pct is not None:
             return f" (machine CPU pressure {self.pressure_pct:.0f}%)"
         return "" if self.load_average is None else f" (load average {self.load_average:.1f})"
@@ -74,6 +77,15 @@ class TimeSplit(Record):
     def shared(self) -> bool:
         """Other work took more of the machine than OTHER_WORK_AT_PCT while the case ran."""
         return self.other_work_pct is not None and self.other_work_pct > OTHER_WORK_AT_PCT
+
+    @property
+    def own_wait(self) -> bool:
+        """Other processes' CPU time could account for less than half the case's wait (each of their seconds on
+        a CPU keeps at most one of its threads waiting a second): it waited on its own threads and processes,
+        more of them than CPUs, which a quieter machine would not change."""
+        if self.other_work_pct is None or not self.cpus:
+            return False
+        return self.other_work_pct * self.cpus < max(self.waiting_pct, self.profiled_waiting_pct or 0) / 2
 
     @property
     def waited(self) -> bool:

@@ -346,7 +346,7 @@ def time_split_of(measured: Measured) -> TimeSplit | None:
     steps = measured.characterisation
     light = (measured.profiles or {}).get("light")
     machine = steps.machine
-    figures = (machine.pressure_pct, machine.other_work_pct, machine.load_average) if machine else (None, None, None)
+    figures = (machine.pressure_pct, machine.other_work_pct, machine.load_average, machine.cpus) if machine else (None,) * 4
     return timesplit.time_split(steps.samples, steps.clock_method, figures, light.samples if light else ())  # fmt: skip
 
 
