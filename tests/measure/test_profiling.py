@@ -99,3 +99,31 @@ def test_a_module_class_the_profiler_cannot_name_keeps_its_events(tmp_path: Path
     assert block.module_class == hostile and block.events_per_step > 0
     assert "Outer" not in {share.name for share in found.overhead_by_module}  # none of the block's events fell to it
     assert hostile in {share.name for share in found.overhead_by_class}
+
+
+def test_a_compiled_module_under_the_tools_own_module_hook_warns_its_user_of_nothing() -> None:
+    """torch warns that global hooks fire once more for a compiled module: the hook is the tool's, not the user's."""
+    import warnings
+
+    import torch
+    from torch import nn
+
+    from torchbenchmark.measure.profiling import ModuleNames
+
+    class Holder:
+        def __init__(self, module: nn.Module) -> None:
+            self.module = module
+
+    compiled = torch.compile(nn.Linear(2, 2), backend="eager")
+    compiled(torch.ones(1, 2))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with ModuleNames(Holder(compiled)) as naming:
+            compiled(torch.ones(1, 2))
+        handle = torch.nn.modules.module.register_module_forward_pre_hook(lambda *_: None)  # the user's own: warned
+        try:
+            compiled(torch.ones(1, 2))
+        finally:
+            handle.remove()
+    about_hooks = [w for w in seen if "global hooks" in str(w.message)]
+    assert len(about_hooks) == 1 and naming.names() == {"OptimizedModule_0": "Linear"}  # the user's hook's warning only

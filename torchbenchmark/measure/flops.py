@@ -19,6 +19,8 @@ import torch
 from torch.utils import flop_counter
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from torchbenchmark.measure.native_logs import own_global_hook
+
 FLOP_KINDS = ("matmul", "convolution", "attention", "recurrent", "other")
 # An op whose name says it does matrix arithmetic, for naming those the counter has no formula for;
 # interpolation (upsample_bilinear2d, ...) is elementwise work, counted as nothing like the others.
@@ -187,7 +189,7 @@ def count_flops(model: Any, mode: str) -> FlopCount:
     counter = flop_counter.FlopCounterMode(display=False, custom_mapping={**_formulas(), **_decoder_formulas()})
     seen = _OpsSeen()
     try:
-        with counter, seen:
+        with own_global_hook(), counter, seen:  # the counter's module tracker is a global module hook
             getattr(model, mode)(niter=1)
     except Exception as error:
         return FlopCount(None, {}, f"FlopCounterMode could not run the step: {type(error).__name__}: {error}"[:300])

@@ -20,6 +20,7 @@ import torch
 
 from torchbenchmark.analyze.stats import StepStats, is_steady, relative_change_pct
 from torchbenchmark.analyze.timesplit import StepSample, kept
+from torchbenchmark.measure.native_logs import own_global_hook
 from torchbenchmark.measure.schedstat import MachineGauge, MachineLoad, StepAccount, ThreadClock, clock_method
 from torchbenchmark.results.spec import Budget
 
@@ -172,13 +173,14 @@ class ColdProbe:
         """Run a few steps of ``model`` with the chain timed at every module call's entry."""
         steps = max(1, min(self.STEPS, int(self.IN_STEP_S * 1e3 / max(step_ms, 1e-6))))
         steps = int(pace.agree([float(steps)])[0])  # processes that step together run as many steps
-        handle = torch.nn.modules.module.register_module_forward_pre_hook(self._at_module_entry)
-        try:
-            timed_call(model, mode, steps, StepTimer(pace.sync, after_step=self._next_step))
-        except Exception:  # code that refuses a global hook (a check of its own): the probe after the step stands
-            self._sites = [[]]
-        finally:
-            handle.remove()
+        with own_global_hook():
+            handle = torch.nn.modules.module.register_module_forward_pre_hook(self._at_module_entry)
+            try:
+                timed_call(model, mode, steps, StepTimer(pace.sync, after_step=self._next_step))
+            except Exception:  # code that refuses a global hook (a check of its own): the probe after the step stands
+                self._sites = [[]]
+            finally:
+                handle.remove()
 
     def factor(self) -> float:
         """How much slower module glue runs where the model's runs than warm, at least 1 (1 when not measured).

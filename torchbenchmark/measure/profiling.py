@@ -35,7 +35,7 @@ from torchbenchmark.analyze.overhead import OverheadEvents
 from torchbenchmark.analyze.stats import StepStats
 from torchbenchmark.analyze.timesplit import StepSample
 from torchbenchmark.measure.harness import StepTimer, device_sync, timed_call
-from torchbenchmark.measure.native_logs import quiet_kineto
+from torchbenchmark.measure.native_logs import own_global_hook, quiet_kineto
 from torchbenchmark.measure.schedstat import StepAccount
 
 KINDS = ("light", "detailed")
@@ -179,6 +179,7 @@ class ModuleNames:
         self._seen: set[int] = set()
         self._classes = [type(module) for network in roots.values() for module in network.modules()]
         self._handle: Any = None
+        self._quiet: Any = None
         self.spent_s = time.perf_counter() - started
 
     def _called(self, module: torch.nn.Module, _: Any) -> None:
@@ -200,6 +201,8 @@ class ModuleNames:
                 cls.__name__ = name
 
     def __enter__(self) -> ModuleNames:
+        self._quiet = own_global_hook()
+        self._quiet.__enter__()
         self._handle = torch.nn.modules.module.register_module_forward_pre_hook(self._called)
         return self
 
@@ -210,6 +213,7 @@ class ModuleNames:
         if self._handle is not None:
             self._handle.remove()
             self._handle = None
+            self._quiet.__exit__(None, None, None)
 
     def names(self) -> dict[str, str]:
         return {f"{cls}_{k}": self.paths[i] for cls, ids in self.order.items() for k, i in enumerate(ids) if i in self.paths}
