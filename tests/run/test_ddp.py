@@ -165,6 +165,18 @@ def test_a_failing_rank_fails_the_case_with_its_reason(monkeypatch: pytest.Monke
     assert_no_process_left(marker)
 
 
+def test_a_rank_takes_its_share_of_the_cpus_as_a_single_process_takes_them_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    from torchbenchmark.measure.schedstat import cpu_share
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    cpus = len(os.sched_getaffinity(0))
+    assert cpu_share(1) == cpus and cpu_share(2) == max(1, cpus // 2) and cpu_share(4 * cpus) == 1
+    spec = CaseSpec(model="tiny_mlp", mode="train", world_size=2)
+    assert ddp._launch_environment(spec)["OMP_NUM_THREADS"] == str(cpu_share(2))
+    assert ddp._launch_environment(dataclasses.replace(spec, threads=3))["OMP_NUM_THREADS"] == "3"
+    assert spec.timeout_s == CaseSpec(model="tiny_mlp", mode="train").timeout_s  # one default timeout
+
+
 def test_ddp_runs_train_cases_only() -> None:
     with pytest.raises(ValueError, match="train cases only"):
         CaseSpec(model="tiny_mlp", mode="eval", world_size=2)

@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from torchbenchmark.measure.schedstat import cpu_share
 from torchbenchmark.measure.steady import malloc_setting
 from torchbenchmark.results.version import package_version
 
@@ -83,10 +84,10 @@ def check_ranks(device: str, world_size: int, threads: int | None) -> str | None
     if device.startswith("cuda") and world_size > torch.cuda.device_count():
         count = torch.cuda.device_count()
         raise ValueError(f"{world_size} ranks on CUDA take one GPU each; this machine has {count} CUDA device{'s' * (count != 1)}")
-    cores = os.cpu_count() or 1
-    if world_size * (threads or 1) <= cores:
+    cores, threads = os.cpu_count() or 1, threads or cpu_share(world_size)
+    if world_size * threads <= cores:
         return None
     return (
-        f"{world_size} ranks x {threads or 1} thread{'s' * ((threads or 1) != 1)} is more than this machine's {cores} cores: "
+        f"{world_size} ranks x {threads} thread{'s' * (threads != 1)} is more than this machine's {cores} cores: "
         "the ranks will wait for CPUs, and their figures show it"
     )

@@ -213,6 +213,13 @@ def cpu_pressure_us() -> int | None:
     return int(some[-1].partition("=")[2]) if some and some[0] == "some" else None
 
 
+def cpu_share(processes: int) -> int:
+    """The intra-op threads a process takes unless told, where ``processes`` run on this machine at once: its
+    share of the CPUs it may use. One process takes them all, as torch's own default does; each of a node's
+    DDP ranks takes its part, so the ranks together ask no more of the machine than one process."""
+    return max(1, len(os.sched_getaffinity(0)) // max(1, processes))
+
+
 BUSY_PRESSURE_PCT = 10.0  # PSI's avg10 above which the machine counts as busy before a sweep starts
 
 

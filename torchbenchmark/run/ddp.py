@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from torchbenchmark.measure.schedstat import cpu_share
 from torchbenchmark.registry import meta_of, model_class
 from torchbenchmark.report.format import plural
 from torchbenchmark.results.schema import CaseResult, Status
@@ -249,7 +250,7 @@ def stop_ranks(process: subprocess.Popen[Any], scratch: Path) -> None:
 
 def _launch_environment(spec: CaseSpec) -> dict[str, str]:
     env = dict(os.environ)
-    env.setdefault("OMP_NUM_THREADS", str(spec.threads or 1))  # torchrun's own default, without its warning
+    env.setdefault("OMP_NUM_THREADS", str(spec.threads or cpu_share(spec.world_size)))  # as each rank sets it; torchrun warns without
     return env
 
 

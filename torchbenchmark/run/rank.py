@@ -42,6 +42,7 @@ from torchbenchmark.measure.calibration import calibration_for  # noqa: E402
 from torchbenchmark.measure.environment import collect_environment  # noqa: E402
 from torchbenchmark.measure.harness import Characterisation, Pace, characterise  # noqa: E402
 from torchbenchmark.measure.profiling import run_profile  # noqa: E402
+from torchbenchmark.measure.schedstat import cpu_share  # noqa: E402
 from torchbenchmark.measure.steady import steady_process  # noqa: E402
 from torchbenchmark.registry import meta_of, model_class  # noqa: E402
 from torchbenchmark.results.files import write_atomic  # noqa: E402
@@ -228,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--batch-size", type=int, help="per rank (default: the model's)")
     parser.add_argument("--steps", type=int, help="measure one window of exactly this many steps")
     parser.add_argument(
-        "--threads", type=int, help="intra-op threads per rank (default: torch's; torchrun sets 1 with several ranks a node)"
+        "--threads", type=int, help="intra-op threads per rank (default: its share of the node's CPUs, CPUs / ranks a node)"
     )
     parser.add_argument(
         "--timeout", type=float, default=DEFAULT_TIMEOUT_S, help=f"seconds a collective may wait (default: {DEFAULT_TIMEOUT_S:g})"
@@ -269,8 +270,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         faulthandler.register(ddp.STACK_SIGNAL, open(ddp.stack_path(scratch, rank), "w", encoding="utf-8"), all_threads=False)  # noqa: SIM115
     status = _Status(scratch, rank)
     status("start")
-    if spec.threads:  # else torch's default, as a single process has it: torchrun's OMP_NUM_THREADS
-        torch.set_num_threads(spec.threads)
+    # Unless told, the rank's share of the node's CPUs, as a single process takes all of them (torch's default).
+    torch.set_num_threads(spec.threads or cpu_share(int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
     steady_process()
     try:
         row = run_rank(spec, out_dir, status)
