@@ -102,7 +102,11 @@ def table(merged: Path) -> tuple[str, str]:
     for row in rows:
         by_model[row["model"]][row["mode"]] = row
     counts: collections.Counter[tuple[str, str, str]] = collections.Counter()
-    lines = ["| model | train step | eval step | eval verdict | GFLOP per eval step | why not ok |", "|---|--:|--:|---|--:|---|"]
+    ran = [mode for mode in ("train", "eval") if any(mode in modes for modes in by_model.values())]  # the modes swept
+    lines = [
+        "| model | " + " | ".join(f"{mode} step" for mode in ran) + " | eval verdict | GFLOP per eval step | why not ok |",
+        "|---|" + "--:|" * len(ran) + "---|--:|---|",
+    ]
     for model in sorted(by_model, key=lambda name: (name.partition(":")[0], name.lower())):
         modes = by_model[model]
         for mode, row in modes.items():
@@ -115,10 +119,11 @@ def table(merged: Path) -> tuple[str, str]:
         )
         reasons = re.sub(r"\s+", " ", reasons).replace("|", "\\|")
         gflops = f"{flops / 1e9:.4g}" if flops else ""
-        lines.append(f"| `{model}` | {cell(modes.get('train'))} | {cell(modes.get('eval'))} | {verdict} | {gflops} | {reasons} |")
+        steps = " | ".join(cell(modes.get(mode)) for mode in ran)
+        lines.append(f"| `{model}` | {steps} | {verdict} | {gflops} | {reasons} |")
     summary = ["| library | mode | ok | skipped | failed | timeout |", "|---|---|--:|--:|--:|--:|"]
     for source in sorted({key[0] for key in counts}):
-        for mode in ("train", "eval"):
+        for mode in ran:
             found = [counts[(source, mode, status)] for status in ("ok", "skipped", "failed", "timeout")]
             summary.append(f"| {source} | {mode} | " + " | ".join(map(str, found)) + " |")
     return "\n".join(lines), "\n".join(summary)
