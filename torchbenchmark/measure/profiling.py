@@ -190,11 +190,13 @@ class ModuleNames:
     @contextlib.contextmanager
     def stand_ins(self) -> Iterator[None]:
         """Each of the model's module classes whose name torch.profiler cannot write, renamed for the block."""
-        renamed = {cls: cls.__name__ for cls in dict.fromkeys(self._classes) if not profiler_writes(cls.__name__)}
+        renamed: dict[type, str] = {}
         try:
-            for k, cls in enumerate(renamed):
-                cls.__name__ = f"RenamedModule{k}"  # a stand-in's own instances are numbered _0, _1, ... by the profiler
-                self.stand_in_names[cls.__name__] = renamed[cls]
+            for cls in dict.fromkeys(self._classes):
+                if not profiler_writes(name := cls.__name__):
+                    with contextlib.suppress(TypeError):  # a class of an extension's, whose name is fixed: left as it is
+                        cls.__name__ = f"RenamedModule{len(renamed)}"  # its instances numbered _0, _1, ... by the profiler
+                        renamed[cls], self.stand_in_names[cls.__name__] = name, name
             yield
         finally:
             for cls, name in renamed.items():
