@@ -118,6 +118,20 @@ def test_the_sequence_is_cut_to_the_positions_the_config_has() -> None:
     assert model.inputs("train")["input_ids"].shape == (2, 8)
 
 
+def test_a_config_costlier_a_token_than_a_base_model_gets_a_smaller_default_batch() -> None:
+    """AlbertConfig's defaults are ALBERT-xxlarge (12 layers of 4,096: 28 times BERT-base a token): the default
+    batch is divided by that, so its step costs about what a base model's does; a batch asked for is kept."""
+    import transformers
+
+    assert _fit.token_cost_ratio(transformers.AlbertConfig()) == pytest.approx(12 * 4096**2 / (12 * 768**2))
+    wide = {"hidden_size": 1080, "num_attention_heads": 12, "intermediate_size": 32, "embedding_size": 16, "vocab_size": 64}
+    cls = source_hf.model_class("AlbertForMaskedLM")  # 1080 wide: 1.98 times a base model's cost a token
+    model = cls(config=wide)
+    assert (model.batch_size("train"), model.batch_size("eval")) == (1, 2)  # of the defaults 2 and 4
+    assert cls(batch_size=3, config=wide).batch_size("eval") == 3
+    assert smoke("BertForMaskedLM").cost_ratio < 1 and smoke("BertForMaskedLM").batch_size("eval") == 2  # smoke's own
+
+
 def test_the_config_overrides_reach_the_model() -> None:
     model = smoke("GPT2ForSequenceClassification", config={**source_hf.SMOKE_CONFIG, "num_labels": 5})
     assert model.module.config.num_labels == 5

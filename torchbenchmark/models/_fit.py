@@ -60,9 +60,23 @@ def check_fits(name: str, parameters: int, mode: str, device: torch.device, held
     )
 
 
+# A base-size transformer's cost a token, as layers x hidden size squared (BERT-base, GPT-2: 12 x 768^2): the
+# size the default batches of ``source_hf`` are set for.
+BASE_TOKEN_COST = 12 * 768**2
+
+
+def token_cost_ratio(config: object) -> float:
+    """How many times a base-size transformer's cost a token a config's layers and hidden size make (1 where it
+    names neither): AlbertConfig's defaults, ALBERT-xxlarge's 12 layers of 4,096, make 28."""
+    layers, hidden = getattr(config, "num_hidden_layers", None), getattr(config, "hidden_size", None)
+    return layers * hidden**2 / BASE_TOKEN_COST if isinstance(layers, int) and isinstance(hidden, int) else 1.0
+
+
 class SourceModel(BenchmarkModel):
     """A model built by name from a library: it checks it fits before its weights are made (eval's share in
     :meth:`build`, train's before the first train step), then builds the module :meth:`make_module` makes."""
+
+    cost_ratio: float = 1.0  # its config's cost a token over a base-size model's, where the source reads one
 
     def make_module(self) -> nn.Module:
         """The network with random weights; called once on the meta device to count, then for real."""
@@ -73,6 +87,12 @@ class SourceModel(BenchmarkModel):
         check_fits(self.meta.name, self.parameter_count, "eval", self.device)
         torch.manual_seed(self.seed)  # counting on the meta device drew nothing, but a builder may have
         return self.make_module()
+
+    def batch_size(self, mode: str) -> int:
+        """The default batch divided by ``cost_ratio`` (at least 1), where the config costs that many times a token
+        what its source's defaults are set for, so its step stays about as long; a batch asked for is kept."""
+        default = super().batch_size(mode)
+        return default if self.requested_batch_size else max(1, int(default / max(1.0, self.cost_ratio)))
 
     def train(self, niter: int = 1, step_fn: StepFn | None = None) -> None:
         weights = self.parameter_count * BYTES_PER_PARAMETER["eval"]  # made at build: no longer available

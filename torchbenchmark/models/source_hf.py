@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from torchbenchmark.contract import BatchSizes, ModelMeta
-from torchbenchmark.models._fit import SourceModel
+from torchbenchmark.models._fit import SourceModel, token_cost_ratio
 
 SOURCE = "hf"
 PACKAGE = "transformers"
@@ -289,6 +289,7 @@ class TransformersModel(SourceModel):
         if hasattr(config, "use_cache"):
             config.use_cache = False  # eval times one forward pass; a key-value cache nobody reads is not part of it
         text = config.get_text_config() if hasattr(config, "get_text_config") else config
+        self.cost_ratio = token_cost_ratio(text)
         self.vocab_size = getattr(text, "vocab_size", None)
         if isinstance(self.vocab_size, int):
             self.plan_tokens(config)
