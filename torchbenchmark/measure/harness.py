@@ -21,6 +21,7 @@ import torch
 from torchbenchmark.analyze.stats import StepStats, is_steady, relative_change_pct
 from torchbenchmark.analyze.timesplit import StepSample, kept
 from torchbenchmark.measure.native_logs import own_global_hook
+from torchbenchmark.measure.reference import ReferenceLoop
 from torchbenchmark.measure.schedstat import MachineGauge, MachineLoad, StepAccount, ThreadClock, clock_method
 from torchbenchmark.results.spec import Budget
 
@@ -231,6 +232,7 @@ class Characterisation:
     samples: tuple[StepSample, ...] = ()  # what the kernel saw of each step of the two windows kept
     clock_method: str = ""  # how: measure.schedstat.SCHEDSTAT, or the process-time fallback
     machine: MachineLoad | None = None  # what else the machine did while the windows ran
+    reference_us: float | None = None  # the machine's pace around the windows (measure.reference)
 
     @property
     def edge_distortion_pct(self) -> float:
@@ -284,7 +286,13 @@ class Window:
 
 
 def measure_windows(
-    model: Any, mode: str, budget: Budget, count: int, pace: Pace = Pace(), after_step: Callable[[], None] = _nothing
+    model: Any,
+    mode: str,
+    budget: Budget,
+    count: int,
+    pace: Pace = Pace(),
+    after_step: Callable[[], None] = _nothing,
+    before_window: Callable[[], None] = _nothing,
 ) -> list[Window]:
     """Time ``count`` steps per window until two windows' medians agree within ``budget.window_tolerance``.
 
@@ -298,6 +306,7 @@ def measure_windows(
     try:
         while True:
             pace.announce(f"measuring window {len(windows) + 1}")
+            before_window()
             account = StepAccount(clock)
             timer = StepTimer(pace.sync, lambda account=account: (account(), after_step()))
             account.start()
@@ -338,9 +347,10 @@ def characterise(model: Any, mode: str, budget: Budget, pace: Pace = Pace(), pro
     warmed = time.perf_counter()
 
     count = budget.measured_steps(agree([statistics.median(warmup[-budget.warmup_window :])])[0])
-    gauge = MachineGauge()
-    windows = measure_windows(model, mode, budget, count, pace, after_step=probe or _nothing)
+    gauge, reference = MachineGauge(), ReferenceLoop()
+    windows = measure_windows(model, mode, budget, count, pace, after_step=probe or _nothing, before_window=reference)
     machine = gauge.read()
+    reference()  # after the last window too: the windows lie between bursts
     timed = [window.timed_ns for window in windows]
     pair, diff = closest_pair(timed)
     chosen = [window for window, durations in zip(windows, timed) if any(durations is p for p in pair)]
@@ -370,4 +380,5 @@ def characterise(model: Any, mode: str, budget: Budget, pace: Pace = Pace(), pro
         samples=tuple(sample for window in chosen for sample in window.samples),
         clock_method=clock_method(),
         machine=machine,
+        reference_us=reference.us,
     )
