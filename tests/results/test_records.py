@@ -63,7 +63,7 @@ def test_each_run_writes_one_record_and_never_changes_it(tmp_path: Path) -> None
     record = json.loads(first.record.read_text())
     assert record["schema_version"] == records.SCHEMA_VERSION and record["state"] == "complete"
     assert [r["model"] for r in record["results"]] == ["a", "b"]
-    assert record["results"][0]["samples"] == {"process_medians_ms": [], "window_medians_ms": [], "reference_us": []}
+    assert record["results"][0]["samples"] == {"process_medians_ms": [], "window_medians_ms": []}
     # The view: the latest row per case, each saying which run it came from.
     rows = {r.model: r for r in load_summary(tmp_path).rows}
     assert rows["a"].step_time.median_ms == 1.5 and rows["a"].run_id == second.run_id

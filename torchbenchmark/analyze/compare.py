@@ -241,16 +241,11 @@ def _one_side(key: tuple[str, str, str, str], row: CaseResult, call: Call) -> Ca
     return CaseComparison(*key, call=call, **{f"{side}_ms": ms, f"{side}_status": row.status, f"{side}_verdict": row_verdict(row)})
 
 
-def _one_machine(base: Summary, new: Summary) -> bool:
-    """Both sides on one machine and one torch: what the same torch ops take on each is the machine's pace."""
-    alike = machine_fingerprint(base.environment) == machine_fingerprint(new.environment)
-    return alike and base.environment.get("torch") == new.environment.get("torch")
-
-
 def _drift(base: Summary, new: Summary, rows: list[tuple[CaseResult, CaseResult]]) -> float | None:
     """The machine's own change in speed between the runs, from the CPU cases' calibrations (``calibration_drift``);
     None where the sides ran on different machines or torch versions, whose prices differ by more than drift."""
-    if not _one_machine(base, new):
+    alike = machine_fingerprint(base.environment) == machine_fingerprint(new.environment)
+    if not alike or base.environment.get("torch") != new.environment.get("torch"):
         return None
     prices = [(b.dispatch.prices_us, n.dispatch.prices_us) for b, n in rows if b.device == "cpu" and b.dispatch and n.dispatch]
     return calibration_drift([(b, n) for b, n in prices if b and n])
@@ -315,7 +310,6 @@ def compare(
     timed = [(process_medians(base_rows[key]), process_medians(new_rows[key])) for key in both_ok]
     noise = run_noise([(b, n) for b, n in timed if b and n])
     drift = _drift(base, new, [(base_rows[key], new_rows[key]) for key in both_ok])
-    one_machine = _one_machine(base, new)
     cases = []
     for key in sorted(base_rows.keys() | new_rows.keys(), key=lambda k: (k[0].lower(), *k[1:])):
         if key not in new_rows:
@@ -325,8 +319,7 @@ def compare(
         else:
             b, n = base_rows[key], new_rows[key]
             environments = base.environment_of(b), new.environment_of(n)
-            on_cpu = b.device == "cpu"
-            between = Between(noise or 0.0, drift if drift is not None and on_cpu else 1.0, paced=on_cpu and one_machine)
+            between = Between(noise or 0.0, drift if drift is not None and b.device == "cpu" else 1.0)
             cases.append(compare_rows(b, n, threshold_pct, *environments, between, instructions_threshold_pct))
     order = {call: i for i, call in enumerate(Call)}
     cases.sort(key=lambda case: order[case.call])  # regressions first

@@ -11,8 +11,6 @@ From a case's spread and processes follows the smallest slowdown a comparison me
 ``slower`` 9 times in 10 (``RatioEstimate.detectable_pct``), and how many processes a side would settle
 a change of a given size (``processes_needed``). Two runs made minutes apart on a shared machine can differ
 by the machine's own speed; the calibration each case's process takes measures that (``calibration_drift``).
-Each process also times a fixed reference loop beside its windows (``measure.reference``): where a case's step
-times plainly follow it, the comparison takes that pace out (``ratio_interval``'s ``references``).
 """
 
 from __future__ import annotations
@@ -57,8 +55,6 @@ class RatioEstimate:
     n_base: int
     n_new: int
     df: int = 0  # the degrees of freedom of a spread estimated from the processes; 0: a floor, taken as known
-    slope: float | None = None  # where the machine's pace was taken out: log step time per log reference
-    leverage: float = 0.0  # with a slope: what its uncertainty adds to the ratio's error, in units of the spread squared
 
     @property
     def change_pct(self) -> float:
@@ -70,7 +66,7 @@ class RatioEstimate:
         It is called when its log ratio passes both the threshold and the interval's half-width; a true
         change past both by t's one-sided 90% quantile of standard errors does so 9 times in 10.
         """
-        error = self.spread * math.sqrt(1 / self.n_base + 1 / self.n_new + self.leverage)
+        error = self.spread * math.sqrt(1 / self.n_base + 1 / self.n_new)
         reach = max(math.log1p(threshold_pct / 100.0), math.log(self.high / self.ratio))
         return 100.0 * math.expm1(reach + _quantiles(self.df)[1] * error)
 
@@ -86,63 +82,19 @@ def log_sd(samples: Sequence[Sequence[float]]) -> tuple[float, int]:
     return (math.sqrt(squares / df) if df else 0.0), df
 
 
-@dataclasses.dataclass(frozen=True)
-class _Paced:
-    """The two sides' log difference with the machine's pace taken out, by least squares within each side."""
-
-    difference: float
-    spread: float  # of the residuals
-    df: int
-    slope: float
-    leverage: float
-
-
-def _paced(base: Sequence[float], new: Sequence[float], references: tuple[Sequence[float], Sequence[float]]) -> _Paced | None:
-    """The step times' dependence on the reference (one slope, fitted within each side, so the code's change
-    does not enter it) and the sides' difference at equal pace; None unless the slope is plainly there (past
-    its own 95% interval): a reference the step does not follow would only add its noise."""
-    ys, xs = [[math.log(v) for v in side] for side in (base, new)], [[math.log(v) for v in side] for side in references]
-    if any(len(x) != len(y) for x, y in zip(xs, ys)) or min(map(len, ys)) < 2 or min(v for x in xs for v in x) == -math.inf:
-        return None
-    df = len(ys[0]) + len(ys[1]) - 3
-    centred = [[(x - statistics.fmean(xside), y - statistics.fmean(yside)) for x, y in zip(xside, yside)] for xside, yside in zip(xs, ys)]
-    sxx = sum(x * x for side in centred for x, _ in side)
-    if df < 1 or sxx <= 0:
-        return None
-    slope = sum(x * y for side in centred for x, y in side) / sxx
-    spread = math.sqrt(sum((y - slope * x) ** 2 for side in centred for x, y in side) / df)
-    if slope <= 0 or slope * math.sqrt(sxx) <= t95(df) * spread:  # a step that runs faster on a slower machine: chance
-        return None
-    apart = statistics.fmean(xs[1]) - statistics.fmean(xs[0])
-    difference = statistics.fmean(ys[1]) - statistics.fmean(ys[0]) - slope * apart
-    return _Paced(difference, spread, df, slope, apart * apart / sxx)
-
-
 def ratio_interval(
-    base: Sequence[float],
-    new: Sequence[float],
-    window_spread: float = 0.0,
-    noise_floor: float = PROCESS_NOISE_FLOOR,
-    references: tuple[Sequence[float], Sequence[float]] | None = None,
+    base: Sequence[float], new: Sequence[float], window_spread: float = 0.0, noise_floor: float = PROCESS_NOISE_FLOOR
 ) -> RatioEstimate:
-    """The ratio new/base of per-process medians and its 95% interval (see the module docstring). With each
-    process's ``references`` (the machine's pace, ``measure.reference``), the pace is taken out where the
-    step times plainly follow it (``_paced``)."""
+    """The ratio new/base of per-process medians and its 95% interval (see the module docstring)."""
     if not base or not new or min(*base, *new) <= 0:
         raise ValueError("each side needs at least one positive step time")
-    paced = _paced(base, new, references) if references else None
-    if paced is None:
-        difference = statistics.fmean(math.log(x) for x in new) - statistics.fmean(math.log(x) for x in base)
-        observed, df = log_sd([base, new])
-        slope, leverage = None, 0.0
-    else:
-        difference, observed, df, slope, leverage = paced.difference, paced.spread, paced.df, paced.slope, paced.leverage
+    difference = statistics.fmean(math.log(x) for x in new) - statistics.fmean(math.log(x) for x in base)
+    observed, df = log_sd([base, new])
     spread = max(noise_floor, window_spread, observed)
     # Student's t only when the spread is the sample's own; a floor is a known spread, so the normal.
     df = df if observed >= max(noise_floor, window_spread) else 0
-    half = t95(df) * spread * math.sqrt(1 / len(base) + 1 / len(new) + leverage)
-    low, high = math.exp(difference - half), math.exp(difference + half)
-    return RatioEstimate(math.exp(difference), low, high, spread, len(base), len(new), df, slope, leverage)
+    half = t95(df) * spread * math.sqrt(1 / len(base) + 1 / len(new))
+    return RatioEstimate(math.exp(difference), math.exp(difference - half), math.exp(difference + half), spread, len(base), len(new), df)
 
 
 def run_noise(sides: Sequence[tuple[Sequence[float], Sequence[float]]]) -> float | None:

@@ -129,7 +129,6 @@ class Between:
 
     noise: float = 0.0
     drift: float = 1.0
-    paced: bool = False  # one machine and one torch: each process's reference loop measures the machine's pace
 
 
 def wall_time(base: CaseResult, new: CaseResult, threshold_pct: float, between: Between = Between()) -> WallTime | None:
@@ -138,19 +137,9 @@ def wall_time(base: CaseResult, new: CaseResult, threshold_pct: float, between: 
     if not base_samples or not new_samples:
         return None
     waits = max(_wait_spread(base), _wait_spread(new))
-    references = (base.samples.references, new.samples.references)
-    paced = between.paced and all(references)
-    estimate = ratio_interval(
-        base_samples, new_samples, max(_window_spread(base, new), between.noise, waits), references=references if paced else None
-    )
+    estimate = ratio_interval(base_samples, new_samples, max(_window_spread(base, new), between.noise, waits))
     call, notes = _timed_call(base, new, estimate, threshold_pct)
-    if estimate.slope is not None:
-        plain = ratio_interval(base_samples, new_samples).ratio
-        notes.insert(
-            0,
-            f"the machine's pace taken out: its step times followed the reference loop (slope {estimate.slope:.2f}); {plain:.3f} as timed",
-        )
-    elif drifted := _within_drift(call, estimate, between.drift):
+    if drifted := _within_drift(call, estimate, between.drift):
         return WallTime(Call.INCONCLUSIVE, estimate, (*notes, drifted))
     catches = estimate.detectable_pct(threshold_pct)
     if call != Call.SAME or catches <= _sees(threshold_pct):

@@ -21,7 +21,6 @@ import torch
 from torchbenchmark.analyze.stats import StepStats, is_steady, relative_change_pct
 from torchbenchmark.analyze.timesplit import StepSample, kept
 from torchbenchmark.measure.native_logs import own_global_hook
-from torchbenchmark.measure.reference import ReferenceLoop
 from torchbenchmark.measure.schedstat import MachineGauge, MachineLoad, StepAccount, ThreadClock, clock_method
 from torchbenchmark.results.spec import Budget
 
@@ -232,7 +231,6 @@ class Characterisation:
     samples: tuple[StepSample, ...] = ()  # what the kernel saw of each step of the two windows kept
     clock_method: str = ""  # how: measure.schedstat.SCHEDSTAT, or the process-time fallback
     machine: MachineLoad | None = None  # what else the machine did while the windows ran
-    reference_us: float | None = None  # the machine's pace around the windows (measure.reference)
 
     @property
     def edge_distortion_pct(self) -> float:
@@ -286,13 +284,7 @@ class Window:
 
 
 def measure_windows(
-    model: Any,
-    mode: str,
-    budget: Budget,
-    count: int,
-    pace: Pace = Pace(),
-    after_step: Callable[[], None] = _nothing,
-    before_window: Callable[[], None] = _nothing,
+    model: Any, mode: str, budget: Budget, count: int, pace: Pace = Pace(), after_step: Callable[[], None] = _nothing
 ) -> list[Window]:
     """Time ``count`` steps per window until two windows' medians agree within ``budget.window_tolerance``.
 
@@ -306,7 +298,6 @@ def measure_windows(
     try:
         while True:
             pace.announce(f"measuring window {len(windows) + 1}")
-            before_window()
             account = StepAccount(clock)
             timer = StepTimer(pace.sync, lambda account=account: (account(), after_step()))
             account.start()
@@ -347,10 +338,9 @@ def characterise(model: Any, mode: str, budget: Budget, pace: Pace = Pace(), pro
     warmed = time.perf_counter()
 
     count = budget.measured_steps(agree([statistics.median(warmup[-budget.warmup_window :])])[0])
-    gauge, reference = MachineGauge(), ReferenceLoop()
-    windows = measure_windows(model, mode, budget, count, pace, after_step=probe or _nothing, before_window=reference)
+    gauge = MachineGauge()
+    windows = measure_windows(model, mode, budget, count, pace, after_step=probe or _nothing)
     machine = gauge.read()
-    reference()  # after the last window too: the windows lie between bursts
     timed = [window.timed_ns for window in windows]
     pair, diff = closest_pair(timed)
     chosen = [window for window, durations in zip(windows, timed) if any(durations is p for p in pair)]
@@ -380,5 +370,4 @@ def characterise(model: Any, mode: str, budget: Budget, pace: Pace = Pace(), pro
         samples=tuple(sample for window in chosen for sample in window.samples),
         clock_method=clock_method(),
         machine=machine,
-        reference_us=reference.us,
     )

@@ -236,27 +236,10 @@ class Samples(Record):
 
     process_medians_ms: tuple[float, ...] = json_field(default=(), bound=DURATION_MS)
     window_medians_ms: tuple[tuple[float, ...], ...] = json_field(default=(), bound=DURATION_MS)  # per process
-    # per process, the machine's pace beside its windows (measure.reference); empty unless every process has one
-    reference_us: tuple[float, ...] = json_field(default=(), bound=NON_NEGATIVE)
-
-    @classmethod
-    def of_process(cls, median_ms: float, window_medians_ms: tuple[float, ...], reference_us: float | None) -> Samples:
-        return cls((median_ms,), (window_medians_ms,), (reference_us,) if reference_us else ())
-
-    @property
-    def references(self) -> tuple[float, ...]:
-        """The reference of every process, or none where one lacks it."""
-        return self.reference_us if len(self.reference_us) == len(self.process_medians_ms) else ()
 
     def __add__(self, other: Samples) -> Samples:
         """The processes of both, these first: one case's samples over several processes or runs."""
-        if not self.process_medians_ms or not other.process_medians_ms:
-            return other if not self.process_medians_ms else self
-        return Samples(
-            self.process_medians_ms + other.process_medians_ms,
-            self.window_medians_ms + other.window_medians_ms,
-            self.references + other.references if self.references and other.references else (),
-        )
+        return Samples(self.process_medians_ms + other.process_medians_ms, self.window_medians_ms + other.window_medians_ms)
 
 
 @dataclasses.dataclass(frozen=True)

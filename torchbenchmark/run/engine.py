@@ -375,7 +375,7 @@ def assemble(row: CaseResult, measured: Measured, analysed: Analysed | None, out
         warmup=Warmup(steps.warmup_steps, steps.steady),
         measurement=Measurement(steps.windows, steps.window_diff_pct, steps.windows_agree),
         time_split=time_split_of(measured),
-        samples=Samples.of_process(stats.median_ms, steps.window_medians_ms, steps.reference_us),
+        samples=Samples((stats.median_ms,), (steps.window_medians_ms,)),
         compile=measured.compile,
         remedy=measured.remedy,
         speedup_vs_eager=_speedup(measured),
