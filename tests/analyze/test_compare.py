@@ -897,3 +897,17 @@ def test_the_drift_is_the_median_case_s_geometric_mean_of_its_prices_ratios() ->
     assert calibration_drift([({"a": 1.0, "b": 4.0}, {"a": 2.0, "b": 2.0})]) == pytest.approx(1.0)  # x2 and x0.5
     cases = [({"a": 1.0}, {"a": 1.1}), ({"a": 1.0}, {"a": 1.2}), ({"a": 1.0}, {"a": 3.0})]
     assert calibration_drift(cases) == pytest.approx(1.2)  # one case's calibration disturbed does not move it
+
+
+def test_a_case_is_held_to_the_drift_its_own_processes_measured_not_the_runs_median() -> None:
+    """Figures of an A-A pair beside a CPU hog: the eval case's sweep ran while the machine was 6.7% slower (its
+    calibration that much dearer), the train case's while it was 6.3% faster; the runs' median drift is nil."""
+    eval_a, eval_again = [0.368, 0.358, 0.358], [0.426, 0.390, 0.393]
+    train_a, train_again = [1.889, 2.040, 2.049], [1.955, 1.917, 1.836]
+    base = side(priced(eval_a, model="e"), priced(train_a, model="t"))
+    new = side(priced(eval_again, drift=1.067, model="e"), priced(train_again, drift=0.937, model="t"))
+    comparison = compare(base, new)
+    assert comparison.calibration_drift == pytest.approx(math.sqrt(1.067 * 0.937))
+    by_model = {case.model: case for case in comparison.cases}
+    assert by_model["e"].call == "inconclusive" and any("ran 6.7% slower for NEW" in note for note in by_model["e"].notes)
+    assert by_model["t"].call == "same" and comparison.exit_status == 3

@@ -243,7 +243,8 @@ def _one_side(key: tuple[str, str, str, str], row: CaseResult, call: Call) -> Ca
 
 def _drift(base: Summary, new: Summary, rows: list[tuple[CaseResult, CaseResult]]) -> float | None:
     """The machine's own change in speed between the runs, from the CPU cases' calibrations (``calibration_drift``);
-    None where the sides ran on different machines or torch versions, whose prices differ by more than drift."""
+    None where the sides ran on different machines or torch versions, whose prices differ by more than drift.
+    With one pair of rows: that case's own, the machine's pace while it ran, which moves between cases."""
     alike = machine_fingerprint(base.environment) == machine_fingerprint(new.environment)
     if not alike or base.environment.get("torch") != new.environment.get("torch"):
         return None
@@ -258,7 +259,7 @@ def _run_notes(base: Summary, new: Summary, noise: float | None, drift: float | 
         way = "slower" if drift > 1 else "faster"
         notes.append(
             f"the machine itself ran {100 * abs(drift - 1):.1f}% {way} for NEW, by the calibration its cases' processes took "
-            "(the same torch ops on both sides): a CPU case's change within that drift is inconclusive, not slower or faster"
+            "(the same torch ops on both sides): a CPU case's change within the drift its own processes measured is inconclusive"
         )
     if noise is not None and noise > PROCESS_NOISE_FLOOR:
         notes.append(
@@ -319,7 +320,8 @@ def compare(
         else:
             b, n = base_rows[key], new_rows[key]
             environments = base.environment_of(b), new.environment_of(n)
-            between = Between(noise or 0.0, drift if drift is not None and b.device == "cpu" else 1.0)
+            own = _drift(base, new, [(b, n)])  # the case's own processes' calibration: the pace while it ran
+            between = Between(noise or 0.0, own or drift or 1.0 if b.device == "cpu" else 1.0)
             cases.append(compare_rows(b, n, threshold_pct, *environments, between, instructions_threshold_pct))
     order = {call: i for i, call in enumerate(Call)}
     cases.sort(key=lambda case: order[case.call])  # regressions first

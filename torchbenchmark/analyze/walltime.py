@@ -115,7 +115,7 @@ def _within_drift(call: Call, estimate: RatioEstimate, drift: float) -> str | No
     if call == Call.SLOWER and estimate.low <= drift or call == Call.FASTER and estimate.high >= drift:
         way = "slower" if drift > 1 else "faster"
         return (
-            f"the machine itself ran {shown_pct(100 * abs(drift - 1))} {way} for NEW (the calibration its cases' processes took), "
+            f"the machine itself ran {shown_pct(100 * abs(drift - 1))} {way} for NEW (the calibration this case's processes took), "
             "within this case's interval: sweeps made apart drift; take turns and compare --pool"
         )
     return None
