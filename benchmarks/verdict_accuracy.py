@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import pickle
 import statistics
 import sys
 import tempfile
@@ -46,6 +47,7 @@ from tabulate import tabulate
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for benchmarks._report
 
+from benchmarks import estimate_ablation
 from benchmarks._report import interleaved, record
 from torchbenchmark.analyze import pricing
 from torchbenchmark.analyze.overhead import EVENT_KINDS, PRICED_KINDS, OverheadEvents, overhead_events_of_trace
@@ -135,7 +137,12 @@ def timer_for(model: Any, mode: str) -> Callable[[], float]:
 
 def measure(case: Case, rounds: int, out_dir: Path, detailed: bool = True) -> dict[str, Any]:
     # The detailed profile too, as the command line takes it: its shapes give an RNN call's time steps.
-    tool = collect_diagnostics(case.model, case.mode, batch_size=case.batch_size, budget=BUDGET, out_dir=out_dir, detailed=detailed)
+    inputs: dict[str, Any] = {}
+    with estimate_ablation.capture(inputs):  # what the estimate was made from, for benchmarks/estimate_ablation.py
+        tool = collect_diagnostics(case.model, case.mode, batch_size=case.batch_size, budget=BUDGET, out_dir=out_dir, detailed=detailed)
+    if inputs.get("result") is not None:
+        with (out_dir / estimate_ablation.INPUTS).open("wb") as file:
+            pickle.dump(inputs, file)
     if tool.status != "ok":
         raise RuntimeError(f"{case.label}: {tool.status} ({tool.error})")
     cls = model_class(case.model)

@@ -17,10 +17,11 @@ from tests.helpers.plain_plugins import PlainModel
 from tests.helpers.pricing import PRICES, _events
 from tests.helpers.sweeps import PRICED
 from torchbenchmark.analyze import pricing
+from torchbenchmark.analyze.overhead import overhead_events_of_trace
 from torchbenchmark.analyze.stats import StepStats
 from torchbenchmark.analyze.trace import load_events
 from torchbenchmark.measure import replay
-from torchbenchmark.measure.profiling import ProfileRun
+from torchbenchmark.measure.profiling import ProfileRun, run_profile
 from torchbenchmark.results.spec import Budget
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,6 +82,10 @@ def test_replayed_sessions_are_traced_as_real_steps_their_annotations_and_all(tm
         assert sum(name.startswith("ProfilerStep#") for name in names) == run.steps.n
         assert names.count("## forward ##") == run.steps.n
         assert "aten::linear" in names  # the op's own event is there; its kernel did not run
+    # The mode's own ranges around the profiler's ops are no op calls: the replayed step made the real step's.
+    real = run_profile(Annotated(), "eval", torch.device("cpu"), "light", 3, tmp_path / "real.pt.trace.json.gz")
+    calls = overhead_events_of_trace(real.trace_path).mean_events("call")
+    assert calls > 0 and all(overhead_events_of_trace(run.trace_path).mean_events("call") == calls for run in runs)
 
 
 def test_the_warm_gap_counts_where_it_is_below_the_gap_over_the_cold_factor() -> None:
