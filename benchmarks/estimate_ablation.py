@@ -95,6 +95,7 @@ CORRECTIONS = {
     "own off-CPU from replay": "what a step spends off the CPU of its own accord read from the real steps",
     "cold factor": "no cold factor: the gap divided by 1",
     "replay": "no replayed gap: the cold factor alone",
+    "replay and cold factor": "neither: the gap as measured",
     "replay sessions": "one replay session, not the least of three",
     "lesser of the two": "the replayed gap alone, where there is one",
     "measured gap held": "the replayed gap not held to the gap as measured",
@@ -122,6 +123,8 @@ def rebuild(inputs: dict[str, Any], without: frozenset[str] = frozenset()) -> pr
         events = dataclasses.replace(events, python_gap_us_per_step=(middle,) * events.steps, least_python_gap_us=None)
     elif "least by position" in without:
         events = dataclasses.replace(events, least_python_gap_us=None)
+    if "replay and cold factor" in without:
+        without = without | {"replay", "cold factor"}
     cold = 1.0 if "cold factor" in without else warmth.cold
     measured = None if "measured gap held" in without else light["events"].least_gap_us
     if replay_gap is None or "replay" in without:
