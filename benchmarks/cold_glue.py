@@ -2,14 +2,15 @@
 
     python benchmarks/cold_glue.py [--threads 1] [--repeats 200] [--dry-run]
 
-The overhead estimate divides a step's Python gap by the cold factor (``measure.harness.ColdProbe``), a
-chain of ``nn.Identity`` calls timed at each module call's entry. This measures what that probe can and
-cannot see. Each figure is the median over ``--repeats`` of one piece of glue timed right after one op,
-in a process set up as a case's (``steady_process``):
+Why the overhead estimate reads the Python gap of the step replayed with no kernel (``measure.replay``):
+glue right after a long op runs slower than warm. It also measures what a probe of the coldness (a chain
+of ``nn.Identity`` calls timed at each module call's entry, the estimate's cold factor until the ablation
+in RESULTS.md took it out) can and cannot see. Each figure is the median over ``--repeats`` of one piece
+of glue timed right after one op, in a process set up as a case's (``steady_process``):
 
 - the glue: ``sum(range(1))`` (a builtin, no torch), ``t.view(1)`` (one op through the Python binding on
   a 1-element tensor), an ``nn.Identity`` call (``Module.__call__`` and ``forward``), and the probe's own
-  chain timed from a forward pre-hook of that Identity: what ``ColdProbe`` reads at a module call's entry;
+  chain timed from a forward pre-hook of that Identity: what the probe read at a module call's entry;
 - the op before it: none; ``fill_`` over 6 and 128 MB (bytes, almost no time per byte); a matrix product
   into a preallocated output (time, over the same 1.5 MB input), at four lengths.
 """
@@ -41,7 +42,7 @@ def glues() -> dict[str, Glue]:
     hooked = torch.nn.Identity()
     seen: list[int] = []
 
-    def probe(_module: torch.nn.Module, _args: object) -> None:  # as ColdProbe times its chain
+    def probe(_module: torch.nn.Module, _args: object) -> None:  # as the probe timed its chain
         start = time.perf_counter_ns()
         chain(None)
         seen.append(time.perf_counter_ns() - start)

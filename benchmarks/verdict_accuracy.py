@@ -7,7 +7,7 @@
 
 ``--reprice`` prices the light traces a run kept again, with a fresh calibration and the current
 pricing, against the truth that run measured: a change to the pricing is checked in seconds.
-``--explain`` breaks each estimate of a run down (events by kind, the Python gap and its cold factor)
+``--explain`` breaks each estimate of a run down (events by kind, the Python gap real and replayed)
 beside the twin's own Python gap, read from the twin's kept trace: where an estimate's error comes from.
 
 For each case the tool's estimate comes from ``collect_diagnostics`` (both profiles, as the command line
@@ -176,7 +176,7 @@ def measure(case: Case, rounds: int, out_dir: Path, detailed: bool = True) -> di
         "trace": str(out_dir / tool.traces.light),
         "detailed trace": str(out_dir / tool.traces.detailed) if tool.traces.detailed else None,
         "twin trace": str(twin_trace), "twin ms": statistics.median(figures["twin"]),
-        "cold": d.cold_factor, "warm gap": d.warm_gap_us, "batch at 50%": crossovers[0], "batch at 20%": crossovers[1],
+        "warm gap": d.warm_gap_us, "batch at 50%": crossovers[0], "batch at 20%": crossovers[1],
     }  # fmt: skip
 
 
@@ -241,9 +241,9 @@ def render(rows: list[dict[str, Any]], decode: bool = False) -> str:
 
 
 def estimate_again(events: OverheadEvents, row: dict[str, Any], calibration: pricing.Calibration) -> pricing.Estimate:
-    """A row's estimate from ``events`` of its kept trace, with the warmth its run measured."""
-    warmth = pricing.Warmth(row.get("cold") or 1.0, row.get("warm gap"))
-    return pricing.estimate(events, calibration, row["tool ms"], row["real iqr ms"], warmth, torch.get_num_threads())
+    """A row's estimate from ``events`` of its kept trace, with the replayed gap its run measured."""
+    replayed = None if row.get("warm gap") is None else OverheadEvents(({},), (row["warm gap"],))
+    return pricing.estimate(events, calibration, row["tool ms"], row["real iqr ms"], replayed)
 
 
 def reprice(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -264,8 +264,7 @@ def explain(rows: list[dict[str, Any]]) -> str:
     """Where each estimate's error comes from: the priced events and the Python gap, beside the twin's gap.
 
     The twin's trace is read as the real one is: its least Python gap per step is what the glue between
-    the same ops costs with next to no data, so the real gap over the twin's is the cold factor the
-    pricing needs, beside the one the tool's probe read.
+    the same ops costs with next to no data, beside the gap of the real step and of the step replayed.
     """
     calibration = calibrate(torch.device("cpu"))
     prices, table = calibration.prices, []
@@ -277,20 +276,18 @@ def explain(rows: list[dict[str, Any]]) -> str:
         priced = estimate_again(real, row, calibration)
         events = {kind: priced.events_per_step[kind] * prices.of(kind) for kind in EVENT_KINDS}
         events["set-up"] = sum(priced.events_per_step[kind] * prices.of(kind) for kind in PRICED_KINDS if kind not in EVENT_KINDS)
-        # The same events with the Python gap the twin shows: what the pricing gives with coldness read right.
-        twin_python = max(
-            0.0, (twin.least_python_gap_us or 0.0) - calibration.step_gap_us - priced.events_per_step["call"] * prices.call_gap_us
-        )
+        # The same events with the Python gap the twin shows: what the pricing gives with the gap read right.
+        twin_python = max(0.0, twin.least_gap_us - priced.events_per_step["call"] * prices.call_gap_us)
         truth_us = row["twin"] * row["real ms"] * 1e3
         table.append((
             row["case"], f"{truth_us:.0f}", f"{priced.overhead_us:.0f}",
             *(f"{us:.0f}" for us in events.values()), f"{priced.python_us:.0f}", f"{real.least_python_gap_us or 0:.0f}",
-            f"{priced.cold:.2f}", f"{twin.least_python_gap_us or 0:.0f}",
+            f"{row.get('warm gap') or 0:.0f}", f"{twin.least_python_gap_us or 0:.0f}",
             f"{(real.least_python_gap_us or 0) / twin.least_python_gap_us:.2f}" if twin.least_python_gap_us else "",
             f"{priced.overhead_us / truth_us:.2f}", f"{(sum(events.values()) + twin_python) / truth_us:.2f}",
         ))  # fmt: skip
     return tabulate(table, headers=["case", "truth µs", "tool µs", "calls µs", "nested µs", "autograd µs", "set-up µs", "Python µs",
-                                    "real gap µs", "cold", "twin gap µs", "real gap / twin's", "tool/truth",
+                                    "real gap µs", "replayed gap µs", "twin gap µs", "real gap / twin's", "tool/truth",
                                     "at twin's gap / truth"], disable_numparse=True)  # fmt: skip
 
 

@@ -8,14 +8,13 @@ import os
 import pytest
 import torch
 
-from tests.helpers.marks import contended, steps_marked
+from tests.helpers.marks import contended
 from tests.helpers.pricing import PRICES, _events
 from tests.helpers.sweeps import diagnose
 from tests.helpers.synthetic_models import FewLargeMatmuls, ManyTinyOps
 from torchbenchmark.analyze import pricing, verdict
 from torchbenchmark.analyze.overhead import PRICED_KINDS, OverheadEvents
 from torchbenchmark.measure import calibration as calibrating
-from torchbenchmark.measure.harness import Characterisation, ColdProbe, Pace, characterise
 from torchbenchmark.measure.schedstat import busy_machine
 from torchbenchmark.results.spec import Budget
 
@@ -38,17 +37,26 @@ def test_verdict_thresholds(fraction: float, expected: str) -> None:
 
 
 def test_estimate_prices_each_kind_and_the_python_beyond_the_calls_own_gaps() -> None:
-    calibration = pricing.Calibration(repeats=(PRICES,), step_gap_us=20.0)
-    priced = pricing.estimate(_events(100, 300, 200, (500.0,)), calibration, step_ms=1.0)
-    # Python: 500 us of gap, less 20 for the step's edge and 100 calls * 0.5 us their own gaps hold.
-    assert priced.python_us == pytest.approx(430)
-    assert priced.overhead_us == pytest.approx(100 * 1.0 + 300 * 0.25 + 200 * 0.75 + 430)
-    assert priced.fraction == pytest.approx(0.755)
-    assert priced.interval == (pytest.approx(0.755), pytest.approx(0.755))
+    calibration = pricing.Calibration(repeats=(PRICES,))
+    events = _events(100, 300, 200, (500.0,))
+    priced = pricing.estimate(events, calibration, step_ms=1.0, replayed=events)
+    # Python: 500 us of gap, less the 100 calls * 0.5 us their own gaps hold.
+    assert priced.python_us == pytest.approx(450)
+    assert priced.overhead_us == pytest.approx(100 * 1.0 + 300 * 0.25 + 200 * 0.75 + 450)
+    assert priced.fraction == pytest.approx(0.775)
+    assert priced.interval == (pytest.approx(0.775), pytest.approx(0.775))
     assert not verdict.borderline(priced.interval)
     # Its terms, each named and explained, are what the overhead is made of.
-    assert priced.terms_us == pytest.approx({"call": 100.0, "nested": 75.0, "autograd": 150.0, "python": 430.0})
+    assert priced.terms_us == pytest.approx({"call": 100.0, "nested": 75.0, "autograd": 150.0, "python": 450.0})
     assert sum(priced.terms_us.values()) == pytest.approx(priced.overhead_us) and set(priced.terms_us) <= set(pricing.TERMS)
+
+
+def test_the_python_is_the_replayed_steps_gap_not_the_real_steps() -> None:
+    """A real step whose glue ran cold after its large ops shows 400 us of gap; replayed with no kernel, 100."""
+    calibration = pricing.Calibration(repeats=(PRICES,))
+    priced = pricing.estimate(_events(10, 0, 0, (400.0,)), calibration, step_ms=10.0, replayed=_events(10, 0, 0, (100.0,)))
+    assert priced.python_us == pytest.approx(100 - 10 * 0.5)
+    assert priced.interval[0] == pytest.approx(priced.fraction)  # measured warm: the low end holds the Python too
 
 
 def test_estimate_is_uncapped_and_never_counts_negative_python() -> None:
@@ -64,40 +72,28 @@ def test_interval_spans_the_repeats_prices_the_gaps_and_the_step_iqr() -> None:
     dear = dataclasses.replace(PRICES, call_us=1.2)
     calibration = pricing.Calibration(repeats=(PRICES, PRICES, dear))
     # Gaps of 50, 100 and 150 us per step; 100 calls hold 50 us of them.
-    priced = pricing.estimate(_events(100, 0, 0, (50.0, 100.0, 150.0)), calibration, step_ms=1.0, step_iqr_ms=0.2)
+    events = _events(100, 0, 0, (50.0, 100.0, 150.0))
+    priced = pricing.estimate(events, calibration, step_ms=1.0, step_iqr_ms=0.2, replayed=events)
     assert priced.fraction == pytest.approx((100 * 1.0 + 0) / 1000)  # median prices, least gap
     low, high = priced.interval
     assert low == pytest.approx(100 * 1.0 / 1100)  # cheapest repeat, least gap, slow quartile of the step
     assert high == pytest.approx((100 * 1.2 + 50) / 900)  # dearest repeat, median gap, fast quartile
     assert not verdict.borderline(priced.interval)
-    straddling = pricing.estimate(_events(150, 0, 0, (75.0, 175.0)), calibration, step_ms=1.0)
+    wide = _events(150, 0, 0, (75.0, 175.0))
+    straddling = pricing.estimate(wide, calibration, step_ms=1.0, replayed=wide)
     assert straddling.interval[0] < verdict.COMPUTE_BOUND_BELOW <= straddling.interval[1]
     assert verdict.borderline(straddling.interval)
 
 
-def test_more_threads_lower_the_interval_to_the_ops_alone_and_keep_the_estimate() -> None:
-    calibration = pricing.Calibration(repeats=(PRICES,), step_gap_us=20.0)
-    events = _events(100, 300, 200, (500.0,))
-    one, two = (pricing.estimate(events, calibration, step_ms=1.0, threads=threads) for threads in (1, 2))
-    assert two.fraction == one.fraction == pytest.approx(0.755)
-    assert two.interval[1] == one.interval[1]
-    # The low end prices the events alone: 100 calls, 300 nested, 200 autograd nodes; no Python.
-    assert two.interval[0] == pytest.approx((100 * 1.0 + 300 * 0.25 + 200 * 0.75) / 1000)
-    assert verdict.borderline(two.interval) and not verdict.borderline(one.interval)
-
-
-def test_the_interval_top_divides_by_the_quickest_step_since_the_prices_are_the_quickest_bursts() -> None:
+def test_without_a_replay_the_real_gap_stands_and_the_low_end_counts_the_ops_alone() -> None:
     calibration = pricing.Calibration(repeats=(PRICES,))
-    events = _events(300, 0, 0, (150.0,))  # 300 calls at 1 us; their own gaps hold the 150 us of Python
-    # A median step taken in a slow spell of the host: 1 ms, its quickest 0.55 ms, a tight IQR.
-    steady = pricing.estimate(events, calibration, step_ms=1.0, step_iqr_ms=0.02)
-    drifting = pricing.estimate(events, calibration, step_ms=1.0, step_iqr_ms=0.02, step_min_ms=0.55)
-    assert drifting.fraction == steady.fraction == pytest.approx(0.3)
-    assert steady.interval[1] == pytest.approx(0.3 / 0.99) and not verdict.borderline(steady.interval)
-    assert drifting.interval[1] == pytest.approx(0.3 / 0.55)
-    assert "dispatch-bound" in verdict.verdicts_between(*drifting.interval)  # a doubt the row states
-    # A stray quick step never lowers the divisor below half the median.
-    assert pricing.estimate(events, calibration, step_ms=1.0, step_min_ms=0.1).interval[1] == pytest.approx(0.6)
+    events = _events(100, 300, 200, (500.0,))
+    replayed, real = pricing.estimate(events, calibration, step_ms=1.0, replayed=events), pricing.estimate(events, calibration, step_ms=1.0)
+    assert real.fraction == replayed.fraction == pytest.approx(0.775)
+    assert real.interval[1] == replayed.interval[1]
+    # The low end prices the events alone: 100 calls, 300 nested, 200 autograd nodes; no Python.
+    assert real.interval[0] == pytest.approx((100 * 1.0 + 300 * 0.25 + 200 * 0.75) / 1000)
+    assert verdict.borderline(real.interval) and not verdict.borderline(replayed.interval)
 
 
 def _workload(name: str, call: float, nested: float = 0, autograd: float = 0, gap_us: float = 0.0) -> pricing.Counted:
@@ -185,12 +181,16 @@ def test_prices_from_timings_recover_an_rnn_calls_set_up_and_time_step() -> None
         fixed = engine if "backward" in w.name else 0.0
         return loop + fixed + sum(count * unit[kind] for kind, count in w.events.items())
 
-    prices = pricing.prices_from_timings(workloads, {w.name: cost(w) for w in workloads})
+    costs = {w.name: cost(w) for w in workloads}
+    dispatch = pricing.prices_from_timings(workloads[:5], costs)
+    assert dispatch.rnn_us == dispatch.rnn_backward_step_us == 0.0  # priced apart, for a step that calls one
+    prices = pricing.with_rnn_prices(dispatch, workloads, costs)
     assert (prices.call_us, prices.nested_us, prices.autograd_us) == (pytest.approx(call), pytest.approx(nested), pytest.approx(autograd))
     assert prices.rnn_us == pytest.approx(setup) and prices.rnn_step_us == pytest.approx(step)
     assert prices.rnn_backward_us == pytest.approx(back_setup) and prices.rnn_backward_step_us == pytest.approx(back_step)
-    without = pricing.prices_from_timings(workloads[:5], {w.name: cost(w) for w in workloads[:5]})
-    assert without.rnn_us == without.rnn_backward_step_us == 0.0  # no RNN loops (no oneDNN): no price
+    forward = [w for w in workloads if "backward" not in w.name or w.name == "backward_1"]
+    eval_only = pricing.with_rnn_prices(dispatch, forward, costs)  # an eval step: no backward loops, no backward price
+    assert eval_only.rnn_step_us == pytest.approx(step) and eval_only.rnn_backward_us == 0.0
 
 
 def test_prices_from_timings_price_a_convolutions_set_up_beyond_its_events_dispatch() -> None:
@@ -215,26 +215,25 @@ def test_estimate_prices_each_convolution_once_more_for_its_set_up() -> None:
     assert pricing.estimate(events, pricing.Calibration(repeats=(prices,)), step_ms=1.0).overhead_us == pytest.approx(20 + 4 * 150)
 
 
-def test_an_rnn_time_step_is_dearer_in_every_repeat_by_what_more_threads_add() -> None:
-    calibration = pricing.Calibration(repeats=(dataclasses.replace(PRICES, rnn_step_us=0.3), dataclasses.replace(PRICES, rnn_step_us=0.5)))
-    threaded = calibration.with_rnn_step_added(0.9)
-    assert [p.rnn_step_us for p in threaded.repeats] == pytest.approx([1.2, 1.4])
-    assert [dataclasses.replace(p, rnn_step_us=0.0) for p in threaded.repeats] == [
-        dataclasses.replace(p, rnn_step_us=0.0) for p in calibration.repeats
-    ]
-
-
-def test_an_rnn_time_step_under_no_grad_costs_more_at_two_threads_than_at_one() -> None:
-    """oneDNN's RNN layer forks and joins the threads at every time step under no_grad: at two threads the
-    extra is timed (about 1 µs here), the thread count is left as it was, and one thread adds nothing."""
-    before = torch.get_num_threads()
-    cpu = torch.device("cpu")
-    assert calibrating.rnn_step_at_threads_us(cpu, 1, grad=False, budget_s=0.1) == 0.0
-    extra = calibrating.rnn_step_at_threads_us(cpu, 2, grad=False, budget_s=0.5)
-    assert torch.get_num_threads() == before
-    if torch.backends.mkldnn.is_available() and (os.cpu_count() or 1) >= 2:
-        # A timed figure: right, or a machine the tool itself calls too busy for two threads (its own mark).
-        assert extra > 0.1 or busy_machine(2), extra
+def test_an_rnn_layer_is_priced_at_the_cases_threads_where_a_time_step_costs_more_under_no_grad() -> None:
+    """oneDNN's RNN layer forks and joins the threads at every time step under no_grad: priced at two threads,
+    a time step costs more than at one, in the repeats of the calibration it adds to, whose other prices stay."""
+    cpu, before = torch.device("cpu"), torch.get_num_threads()
+    calibration = pricing.Calibration(repeats=(PRICES, dataclasses.replace(PRICES, call_us=1.2)))
+    by_threads = {}
+    for threads in (1, 2):
+        torch.set_num_threads(threads)
+        try:
+            by_threads[threads] = calibrating.with_rnn_prices(calibration, cpu, train=False, calls=200, profiled_calls=20)
+        finally:
+            torch.set_num_threads(before)
+    one, two = by_threads[1], by_threads[2]
+    assert [p.call_us for p in two.repeats] == [1.0, 1.2] and all(p.rnn_backward_us == 0.0 for p in two.repeats)
+    if torch.backends.mkldnn.is_available():
+        assert all(p.rnn_us > 0 for p in one.repeats)
+        if (os.cpu_count() or 1) >= 2:
+            # A timed figure: right, or a machine the tool itself calls too busy for two threads (its own mark).
+            assert two.prices.rnn_step_us > one.prices.rnn_step_us + 0.1 or busy_machine(2), (one.prices, two.prices)
 
 
 def test_estimate_prices_an_rnn_calls_set_up_and_time_steps() -> None:
@@ -270,7 +269,7 @@ def test_calibration_gives_a_price_per_kind_per_repeat() -> None:
     assert len(calibration.repeats) == 2
     prices = calibration.prices
     assert all(value >= 0 for value in dataclasses.asdict(prices).values())
-    assert prices.call_us > 0 and calibration.step_gap_us > 0
+    assert prices.call_us > 0
     # oneDNN's RNN layer sets up for tens of µs a call at nil width (measured 34 forward, 96 backward,
     # against 0.8 for a call): the premise of pricing it apart.
     assert prices.rnn_us > 10 * prices.call_us and prices.rnn_backward_us > prices.rnn_us, prices
@@ -318,66 +317,6 @@ def test_few_large_matmuls_is_compute_bound(tmp_path, mode: str) -> None:
         result.dispatch,
         result.time_split,
     )
-
-
-def test_a_cold_step_counts_its_python_gap_at_calibration_speed() -> None:
-    calibration = pricing.Calibration(repeats=(PRICES,))
-    events = _events(10, 0, 0, (400.0,))
-    priced = pricing.estimate(events, calibration, step_ms=10.0, warmth=pricing.Warmth(cold=2.0))
-    assert priced.cold == pytest.approx(2.0)
-    assert priced.python_us == pytest.approx(400 / 2 - 10 * 0.5)
-    assert priced.interval[1] == pytest.approx((10 * 1.0 + 400 - 5) / 10_000)  # the top takes the gap as measured
-    assert pricing.estimate(events, calibration, step_ms=10.0).cold == 1.0  # no probe: the gap as measured
-    assert pricing.estimate(events, calibration, step_ms=10.0, warmth=pricing.Warmth(cold=0.5)).cold == 1.0  # never below 1
-
-
-BIG = 64 * 2**20  # 256 MB of floats: more than any cache
-
-
-class Glue:
-    """A step of forty module calls that dispatch nothing, with a 256 MB op before them (``stream="first"``),
-    after them (``"last"``: the probe after the step finds cold caches the glue never saw) or none."""
-
-    def __init__(self, stream: str | None) -> None:
-        self.stream = stream
-        self.big = torch.ones(BIG) if stream else None
-        self.chain = [torch.nn.Identity() for _ in range(40)]
-
-    def eval(self, niter: int, step_fn) -> None:
-        for _ in range(niter):
-            if self.stream == "first":
-                self.big.mul_(1.0)
-            for module in self.chain:
-                module(None)
-            if self.stream == "last":
-                self.big.mul_(1.0)
-            step_fn()
-
-
-def _cold(model, in_step: bool = True) -> Characterisation:
-    return characterise(model, "eval", QUICK, Pace.on(torch.device("cpu")), ColdProbe(in_step=in_step))
-
-
-@pytest.mark.slow
-def test_the_probe_runs_slower_after_an_op_that_streams_more_than_the_caches_hold() -> None:
-    """The cold factor's premise, on this machine: after an op that streams 256 MB, the probe's module glue
-    runs slower than warm; with no such op, no slower, after the step or at each module call. A measurement
-    the tool marks (its windows disagreed, or its threads waited for a CPU) is not held to the figures."""
-    streamed, quiet, quiet_after = _cold(Glue("last"), in_step=False), _cold(Glue(None)), _cold(Glue(None), in_step=False)
-    assert streamed.cold_factor > 1.5 or steps_marked(streamed), streamed.cold_factor
-    assert quiet.cold_factor < 1.3 or steps_marked(quiet), quiet.cold_factor
-    assert quiet_after.cold_factor < 1.5 or steps_marked(quiet_after), quiet_after.cold_factor
-
-
-@pytest.mark.slow
-def test_the_cold_factor_is_read_where_the_glue_runs_not_only_after_the_step() -> None:
-    """Forty module calls after a streaming op: the first runs cold, the rest warm. After the step the probe
-    finds the caches as that op left them when it comes last; the glue itself ran warm either way."""
-    runs = after, inside_last, inside_first = _cold(Glue("last"), in_step=False), _cold(Glue("last")), _cold(Glue("first"))
-    if any(steps_marked(run) for run in runs):
-        return  # a marked measurement is the tool's own word that these figures are not to be read
-    assert inside_last.cold_factor < 1 + (after.cold_factor - 1) / 3, (after.cold_factor, inside_last.cold_factor)
-    assert inside_first.cold_factor < 1 + (after.cold_factor - 1) / 3, (after.cold_factor, inside_first.cold_factor)
 
 
 def test_verdicts_are_the_pinned_three() -> None:

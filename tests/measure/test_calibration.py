@@ -13,7 +13,7 @@ from torchbenchmark.analyze.pricing import Calibration
 from torchbenchmark.measure.calibration import calibration_for
 
 CPU = torch.device("cpu")
-MEASURED = Calibration(repeats=(PRICES,), step_gap_us=20.0)
+MEASURED = Calibration(repeats=(PRICES,))
 
 
 class Measure:

@@ -14,14 +14,11 @@ import pytest
 import torch
 
 from tests.helpers.plain_plugins import PlainModel
-from tests.helpers.pricing import PRICES, _events
 from tests.helpers.sweeps import PRICED
-from torchbenchmark.analyze import pricing
 from torchbenchmark.analyze.overhead import overhead_events_of_trace
-from torchbenchmark.analyze.stats import StepStats
 from torchbenchmark.analyze.trace import load_events
 from torchbenchmark.measure import replay
-from torchbenchmark.measure.profiling import ProfileRun, run_profile
+from torchbenchmark.measure.profiling import run_profile
 from torchbenchmark.results.spec import Budget
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,45 +85,10 @@ def test_replayed_sessions_are_traced_as_real_steps_their_annotations_and_all(tm
     assert calls > 0 and all(overhead_events_of_trace(run.trace_path).mean_events("call") == calls for run in runs)
 
 
-def test_the_warm_gap_counts_where_it_is_below_the_gap_over_the_cold_factor() -> None:
-    calibration = pricing.Calibration(repeats=(PRICES,))
-    events = _events(10, 0, 0, (400.0,))
-    warm = pricing.estimate(events, calibration, step_ms=10.0, warmth=pricing.Warmth(2.0, 100.0))
-    assert warm.python_us == pytest.approx(100 - 10 * 0.5)
-    assert warm.cold == pytest.approx(4.0)  # the factor the warm gap comes to: 400 over 100
-    assert warm.interval[1] == pytest.approx((10 * 1.0 + 400 - 5) / 10_000)  # the top takes the gap as measured
-    above = pricing.estimate(events, calibration, step_ms=10.0, warmth=pricing.Warmth(2.0, 300.0))
-    assert above.python_us == pytest.approx(400 / 2 - 10 * 0.5) and above.cold == pytest.approx(2.0)
-
-
-def test_the_replayed_gap_is_held_to_the_gap_as_measured_not_to_what_a_guess_left_of_it() -> None:
-    """A profiled step at two threads whose waits at joins were taken out of its gaps leaves 40 µs of a 400 µs
-    gap: the replayed steps, which join no threads, say 100; the gap as measured, 200 warm, allows it."""
-    warmth = pricing.Warmth(cold=2.0, replayed_gap_us=100.0, measured_gap_us=400.0)
-    assert warmth.warm_gap_us(40.0) == pytest.approx(100.0)
-    priced = pricing.estimate(_events(10, 0, 0, (40.0,)), pricing.Calibration(repeats=(PRICES,)), step_ms=10.0, warmth=warmth)
-    assert priced.cold == pytest.approx(4.0)  # the gap as measured over the warm gap: never below 1
-    assert priced.interval[1] >= priced.fraction  # the top holds the warm gap the estimate counts
-    assert pricing.Warmth(cold=2.0, replayed_gap_us=300.0, measured_gap_us=400.0).warm_gap_us(40.0) == pytest.approx(200.0)
-    assert pricing.Warmth(cold=2.0).warm_gap_us(40.0) == pytest.approx(20.0)  # no replay: the gap less its time off the CPU
-
-
-def test_a_real_steps_waits_at_joins_leave_its_gaps_by_share_when_the_replay_spent_nothing_off_the_cpu() -> None:
-    """Two 1 ms steps with 100 µs of gap each, whose thread slept 600 µs at intra-op joins, no thread waiting
-    for a CPU: read from the real steps alone, the sleep looks like the step's own and takes the whole gap; the
-    replayed steps, which join no threads, spent nothing off the CPU, so the gaps give up only their share
-    of it, a tenth."""
-    run = ProfileRun("light", StepStats((1.0, 1.0)), Path("unread"), 0.0, 0.0, samples=((1_000_000, 400_000, 0, 0),) * 2)
-    events = _events(0, 0, 0, (100.0, 100.0))
-    assert run.on_cpu(events).python_gap_us_per_step == (0.0, 0.0)
-    assert run.on_cpu(events, own_us=0.0).python_gap_us_per_step == pytest.approx((40.0, 40.0))
-    assert run.on_cpu(events, own_us=600.0).python_gap_us_per_step == (0.0, 0.0)  # a sleep the replay saw too
-
-
 @pytest.mark.slow
 def test_a_sweep_replays_an_eager_cpu_step_and_keeps_a_row_for_one_that_refuses(tmp_path: Path) -> None:
     """A plain-contract step replays; one that checks its values (which a replay does not keep) is still a row,
-    priced with the cold factor alone; and one whose replay ran other ops than its real step is not taken."""
+    priced with the real step's gap; and one whose replay ran other ops than its real step is not taken."""
     names = ("GlueAfterLargeOps", "ChecksItsValues", "GlueCountedInATensor", "GlueCountedInAnInt")
     specs = ",".join(f"{PLUGINS}:{name}" for name in names)
     done = subprocess.run(
@@ -140,7 +102,7 @@ def test_a_sweep_replays_an_eager_cpu_step_and_keeps_a_row_for_one_that_refuses(
     assert glue["status"] == "ok" and checks["status"] == "ok", (glue["error"], checks["error"])
     assert glue["dispatch"]["warm_gap_us"] > 0
     assert checks["dispatch"]["warm_gap_us"] is None
-    assert "no warm replay, the cold factor alone stands: RuntimeError: counted" in (tmp_path / checks["log"]).read_text()
+    assert "no warm replay, the real step's gap stands: RuntimeError: counted" in (tmp_path / checks["log"]).read_text()
     assert not list(tmp_path.rglob(".*replay*"))  # the replayed steps' trace is not left behind
     # Twins but for where they count their rounds: replayed, the tensor's count stands still and runs no glue.
     in_tensor, in_int = rows["glue_counted_in_a_tensor"]["dispatch"], rows["glue_counted_in_an_int"]["dispatch"]
@@ -151,8 +113,8 @@ def test_a_sweep_replays_an_eager_cpu_step_and_keeps_a_row_for_one_that_refuses(
 
 @pytest.mark.slow
 def test_an_rnn_step_at_two_threads_has_its_time_steps_priced_at_two(tmp_path: Path) -> None:
-    """An eval step through an LSTM at two threads: the replay sees the RNN calls, so a time step is timed at
-    two threads as well as one and its price counts the difference; the row says how long that took."""
+    """An eval step through an LSTM at two threads: its trace names the RNN layer, so the layer is priced at the
+    case's two threads, its time steps from the inputs the replay saw; the row says how long that took."""
     done = subprocess.run(
         [sys.executable, str(ROOT / "diagnostics.py"), "--models", f"{PLUGINS}:SmallLSTM", "--modes", "eval", "--device", "cpu",
          "--threads", "2", "--steps", "5", "--no-detailed", "--no-progress", "--out", str(tmp_path), *PRICED],
@@ -161,8 +123,9 @@ def test_an_rnn_step_at_two_threads_has_its_time_steps_priced_at_two(tmp_path: P
     assert done.returncode == 0, done.stdout + done.stderr
     (row,) = json.loads((tmp_path / "summary.json").read_text())["results"]
     assert row["status"] == "ok", row["error"]
-    assert row["dispatch"]["warm_gap_us"] > 0 and row["timings_s"]["rnn threads"] > 0
-    assert "an RNN time step costs" in (tmp_path / row["log"]).read_text()
+    assert row["dispatch"]["warm_gap_us"] > 0 and row["timings_s"]["rnn prices"] > 0
+    events, prices = row["dispatch"]["events_per_step"], row["dispatch"]["prices_us"]
+    assert events["rnn_step"] > events["rnn"] > 0 and prices["rnn_step_us"] > 0 and prices["rnn_us"] > 0
 
 
 def test_the_watchdog_stops_a_loop_that_reaches_no_op_and_leaves_nothing_pending() -> None:

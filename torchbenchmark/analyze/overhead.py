@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import gzip
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -28,6 +29,7 @@ from torchbenchmark.analyze.trace import Event, is_step, load_events, parents, s
 EVENT_KINDS = ("call", "nested", "autograd")
 SETUP_OPS = {"aten::mkldnn_rnn_layer": "rnn", "aten::mkldnn_rnn_layer_backward": "rnn_backward", "aten::mkldnn_convolution": "conv"}
 SETUP_KINDS = tuple(SETUP_OPS.values())
+RNN_OP = "aten::mkldnn_rnn_layer"  # its backward's name begins with it too
 TIME_STEP_KINDS = {kind: f"{kind}_step" for kind in ("rnn", "rnn_backward")}  # the set-up kinds that step through time
 PRICED_KINDS = EVENT_KINDS + SETUP_KINDS + tuple(TIME_STEP_KINDS.values())
 AUTOGRAD_NODE_PREFIX = "autograd::engine::evaluate_function"
@@ -76,28 +78,6 @@ class OverheadEvents:
             events_per_step=tuple(self.events_per_step[i] for i in chosen),
             python_gap_us_per_step=tuple(self.python_gap_us_per_step[i] for i in chosen),
         )
-
-    def on_cpu(self, off_cpu_us: Sequence[float], step_us: Sequence[float], own_us: Sequence[float] | None = None) -> OverheadEvents:
-        """These events with each step's Python gap less the time its thread spent off a CPU in it.
-
-        Time asleep, blocked or waiting for a CPU makes no op event. What every step spent off a CPU of its
-        own accord (the least of ``own_us`` over the steps, by default of ``off_cpu_us``: a sleep, a read, a
-        lock the step always waits for) runs in Python: it is in the gaps. What a step spent beyond that (an
-        interrupt, the host taking the CPU, a wait to join intra-op threads that waited for a CPU) can fall
-        anywhere in the step: its gaps hold their share of it by time. Taking it all from the gaps wiped out
-        the gap of a step of large ops (4 ms of gap in 450, at two threads) whenever its profiled steps
-        waited a few ms at a join, as each step did while the profiler's threads took a CPU.
-        """
-        if len(off_cpu_us) != self.steps or len(step_us) != self.steps or not any(off_cpu_us):
-            return self
-        steady = min(off_cpu_us if own_us is None else own_us)
-
-        def in_gaps(gap: float, off: float, step: float) -> float:
-            return min(gap, steady + max(0.0, off - steady) * min(1.0, gap / step if step > 0 else 1.0))
-
-        gaps = tuple(gap - in_gaps(gap, off, step) for gap, off, step in zip(self.python_gap_us_per_step, off_cpu_us, step_us))
-        least = None if self.least_python_gap_us is None else max(0.0, self.least_python_gap_us - steady)
-        return dataclasses.replace(self, python_gap_us_per_step=gaps, least_python_gap_us=least)
 
     def with_time_steps(self, per_call: dict[str, float]) -> OverheadEvents:
         """These events with each set-up kind's time steps counted, at ``per_call`` time steps a call."""
@@ -183,6 +163,18 @@ def overhead_events(events: Sequence[Event]) -> OverheadEvents:
     if len({len(gaps) for gaps in gap_lists}) == 1:
         least = sum(min(position) for position in zip(*gap_lists))
     return OverheadEvents(tuple(counts), tuple(sum(gaps) for gaps in gap_lists), least)
+
+
+def calls_rnn(path: str | Path) -> bool:
+    """Whether a trace holds a oneDNN RNN layer's call: read as text, not parsed (its op names are JSON strings)."""
+    opener: Any = gzip.open if str(path).endswith(".gz") else open
+    tail = ""  # a name may straddle two chunks
+    with opener(path, "rt", encoding="utf-8") as stream:
+        for chunk in iter(lambda: stream.read(1 << 22), ""):
+            if RNN_OP in tail + chunk:
+                return True
+            tail = chunk[-len(RNN_OP) :]
+    return False
 
 
 def overhead_events_of_trace(path: str | Path, shapes_path: str | Path | None = None) -> OverheadEvents:

@@ -3,18 +3,19 @@
 Every op a model calls pays a fixed cost before any arithmetic: Python argument parsing, the dispatcher,
 autograd bookkeeping, an allocation, a kernel launch on a GPU. Each kind of event (``analyze.overhead``)
 has its own price; an op that builds its kernel on every call (``SETUP_OPS``) is priced once more for
-that set-up, and an RNN layer for each time step it runs. Python that makes no event (module ``__call__``, hooks, the
-optimizer's loops, glue) is measured, not priced: the step's *Python gap* (its least over the profiled
-steps, since preemption only adds), taken warm (the slowness of glue right after a long op belongs to
-the arithmetic that evicted the caches), less what an empty profiled step holds and what each call's
-own gap holds. Warm is the lesser of the gap over the *cold factor* (how much slower a fixed piece of
-module glue ran at the step's module calls than warm, ``measure.harness.ColdProbe``) and the gap of the
-step replayed with no kernel run (``measure.replay``)::
+that set-up, and an RNN layer for each time step it runs. Python that makes no event (module ``__call__``,
+hooks, the optimizer's loops, glue) is measured, not priced: the *Python gap* of the step replayed with no
+kernel run (``measure.replay``), where the glue runs warm as it would if the arithmetic evicted nothing,
+each gap at its least over the steps (preemption only adds), less what the profiler puts in the gap of
+each top-level call (``call_gap_us``, from a bare loop)::
 
-    warm_gap_us = min(python_gap_us / cold, replayed_gap_us)
     overhead_us = sum(events[kind] * price[kind] for every priced kind)
-                  + max(0, warm_gap_us - step_gap_us - calls * call_gap_us)
+                  + max(0, replayed_gap_us - calls * call_gap_us)
     fraction = overhead_us / step_time                       (uncapped; the pinned field caps it at 1)
+
+Each addend is one of ``Estimate.terms_us``. Where the step could not be replayed (a GPU, a compiled step,
+a step whose Python reads values a replay does not compute) the real step's gap stands, which holds the
+slowness a long op leaves behind in the caches, and the interval's low end counts the ops alone.
 
 Prices come in order, each from loops whose other kinds are already priced (``prices_from_timings``):
 ``call`` from ops that nest nothing, ``nested`` pooled over ops that nest many, ``autograd`` from the
@@ -22,16 +23,8 @@ difference between a deep and a shallow backward (the engine's fixed entry cost 
 convolution's set-up from a loop of one, and an RNN layer's set-up and time step from loops over 1 and
 ``RNN_TIME_STEPS`` time steps.
 
-The interval spans each calibration repeat's prices, the profiled steps' Python gaps (least, then median
-and without the cold factor at the top) and the step time's interquartile range; its top also divides by the
-quickest step. The prices are the quickest bursts and the gap the least step's, so they are the machine at its
-quickest: on a shared host whose speed drifts by tens of percent within a second, unseen by this guest's
-accounting (a loop of tiny ops here ran 1.75x slower in some quarter-seconds than in others, with no steal),
-a median step taken in a slow spell holds overhead they do not price. With more than one
-intra-op thread on a CPU its low end prices the ops alone: there a profiled step's waits at the threads'
-joins fall in its gaps as well as in its ops, and what is taken out of the gaps for them is partly a
-guess (verdict accuracy at two threads, ``benchmarks/RESULTS.md``), so how much of the gap is overhead
-is less sure.
+The interval spans each calibration repeat's prices, the gap from its least to the median step's, and the
+step time's interquartile range.
 
 ``--scaling`` adds a second, independent bound: the step time fitted as a line over batch sizes; its
 intercept's share of the step bounds the overhead's from above. With the line it also gives where the
@@ -92,18 +85,11 @@ class Calibration:
     """Prices from each interleaved repeat of the calibration loops; the median of each is the estimate."""
 
     repeats: tuple[Prices, ...]
-    step_gap_us: float = 0.0  # Python gap of an empty profiled step: the harness and the profiler's step
 
     @property
     def prices(self) -> Prices:
         fields = dataclasses.fields(Prices)
         return Prices(**{field.name: statistics.median(getattr(p, field.name) for p in self.repeats) for field in fields})
-
-    def with_rnn_step_added(self, extra_us: float) -> Calibration:
-        """These prices with an RNN layer's forward time step dearer by ``extra_us`` in every repeat: what the
-        case's intra-op threads add to it (``measure.calibration.rnn_step_at_threads_us``)."""
-        repeats = tuple(dataclasses.replace(p, rnn_step_us=p.rnn_step_us + extra_us) for p in self.repeats)
-        return dataclasses.replace(self, repeats=repeats)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,8 +107,7 @@ def prices_from_timings(workloads: Sequence[Counted], cost_us: Mapping[str, floa
 
     ``cost_us`` must hold ``loop`` (an empty loop body), workloads that nest nothing, workloads that nest
     ops, and ``backward_1`` and ``backward_8``; ``conv``, where given and where it ran on oneDNN, prices a
-    convolution's set-up; the RNN loops (``rnn_1``, ``rnn_33``, ``rnn_backward_1``,
-    ``rnn_backward_33``), where given and where their layer ran on oneDNN, price its set-up and time steps.
+    convolution's set-up. An RNN layer is priced apart (``with_rnn_prices``), for a step that calls one.
     """
     by_name = {w.name: w for w in workloads}
     net = {name: max(0.0, cost - cost_us["loop"]) for name, cost in cost_us.items()}
@@ -140,8 +125,6 @@ def prices_from_timings(workloads: Sequence[Counted], cost_us: Mapping[str, floa
     loop_gap = by_name["loop"].gap_us
     call_gap_us = statistics.median(max(0.0, w.gap_us - loop_gap) / w.events["call"] for w in forward)
     prices = Prices(call_us=call_us, nested_us=nested_us, autograd_us=autograd_us, call_gap_us=call_gap_us)
-    for kind, engine in (("rnn", None), ("rnn_backward", shallow)):
-        prices = _price_rnn(prices, kind, by_name, net, engine)
     conv = by_name.get("conv")
     if conv is not None and conv.events.get("conv") and "conv" in net:
         dispatch_us = sum(conv.events[kind] * prices.of(kind) for kind in EVENT_KINDS)
@@ -152,6 +135,20 @@ def prices_from_timings(workloads: Sequence[Counted], cost_us: Mapping[str, floa
 def _builds(workload: Counted) -> bool:
     """Whether a calibration loop's op builds its kernel on each call (a set-up kind, priced apart)."""
     return bool(workload.time_steps) or any(workload.events.get(kind) for kind in SETUP_KINDS)
+
+
+def with_rnn_prices(prices: Prices, workloads: Sequence[Counted], cost_us: Mapping[str, float]) -> Prices:
+    """``prices`` with an RNN layer's set-up and time step priced, forward and, where its loops are given, backward.
+
+    ``cost_us`` must hold ``loop`` and the loops over 1 and ``RNN_TIME_STEPS`` time steps (``rnn_1``,
+    ``rnn_33``; ``rnn_backward_1``, ``rnn_backward_33`` with ``backward_1``, whose engine entry a backward
+    pays too); a kind whose layer did not run on oneDNN keeps its price of 0.
+    """
+    by_name = {w.name: w for w in workloads}
+    net = {name: max(0.0, cost - cost_us["loop"]) for name, cost in cost_us.items()}
+    for kind, engine in (("rnn", None), ("rnn_backward", by_name.get("backward_1"))):
+        prices = _price_rnn(prices, kind, by_name, net, engine)
+    return prices
 
 
 def _price_rnn(prices: Prices, kind: str, by_name: Mapping[str, Counted], net: Mapping[str, float], engine: Counted | None) -> Prices:
@@ -182,7 +179,7 @@ TERMS = {
     "conv": "oneDNN convolution calls x the price of building the convolution's primitive",
     "rnn_step": "RNN time steps x the price of a time step at nil width",
     "rnn_backward_step": "RNN backward time steps x the price of a backward time step at nil width",
-    "python": "Python between ops that made no op event: the step's least gap, warm, less a bare loop's gaps",
+    "python": "Python between ops that made no op event: the replayed step's gap, less a bare loop's gap per call",
 }
 
 
@@ -192,91 +189,41 @@ class Estimate:
 
     events_per_step: dict[str, float]  # by kind in PRICED_KINDS
     python_us: float  # per step: Python time that made no event (gap beyond what the calls' own gaps hold)
-    cold: float  # the cold factor the gap was divided by
     overhead_us: float  # per step, all kinds and the Python time
     fraction: float  # overhead over the median step time, uncapped
     interval: tuple[float, float]  # lowest and highest fraction the spreads allow
     terms_us: dict[str, float] = dataclasses.field(default_factory=dict)  # what overhead_us is made of, by TERMS, per step
 
 
-def _overhead_us(events: Mapping[str, float], python_gap_us: float, prices: Prices, step_gap_us: float) -> tuple[float, float]:
-    """(overhead, Python time) per step in µs, the gap ``python_gap_us`` as the estimate takes it."""
-    python_us = max(0.0, python_gap_us - step_gap_us - events["call"] * prices.call_gap_us)
+def _overhead_us(events: Mapping[str, float], gap_us: float, prices: Prices) -> tuple[float, float]:
+    """(overhead, Python time) per step in µs, for a step whose Python gap is ``gap_us``."""
+    python_us = max(0.0, gap_us - events["call"] * prices.call_gap_us)
     return sum(events[kind] * prices.of(kind) for kind in PRICED_KINDS) + python_us, python_us
 
 
-@dataclasses.dataclass(frozen=True)
-class Warmth:
-    """Two readings of how the step's Python gap runs warm; each errs only upwards, so the lesser counts.
-
-    ``cold``: how much slower module glue ran where the step's runs than warm (``measure.harness.ColdProbe``),
-    which reads only part of what a long op costs the glue after it; ``replayed_gap_us``: the least gap
-    of the step replayed with no kernel run (``measure.replay``), where taken, which the replay's own
-    Python leaves a little cold. The replayed steps run no kernel, so no intra-op thread joins in them:
-    their time off the CPU is their own. A real step's is partly guessed out of its gaps (a wait at a join
-    falls in an op or in a gap), and a bad guess can leave too little gap, so the replayed gap is held to
-    the real gap as measured, ``measured_gap_us``, its time off the CPU left in.
-    """
-
-    cold: float = 1.0
-    replayed_gap_us: float | None = None
-    measured_gap_us: float | None = None
-
-    def real_gap_us(self, gap_us: float) -> float:
-        """The real gap the warm one is read from, for a step whose least gap, less its time off the CPU, is
-        ``gap_us``: with a replay, the gap as measured."""
-        if self.replayed_gap_us is None or self.measured_gap_us is None:
-            return gap_us
-        return max(gap_us, self.measured_gap_us)
-
-    def warm_gap_us(self, gap_us: float) -> float:
-        """The warm gap of a step whose least gap, less its time off the CPU, is ``gap_us``."""
-        warm = self.real_gap_us(gap_us) / max(1.0, self.cold)
-        return warm if self.replayed_gap_us is None else min(warm, self.replayed_gap_us)
-
-
 def estimate(
-    events: OverheadEvents,
-    calibration: Calibration,
-    step_ms: float,
-    step_iqr_ms: float = 0.0,
-    warmth: Warmth = Warmth(),
-    threads: int = 1,
-    step_min_ms: float | None = None,
+    events: OverheadEvents, calibration: Calibration, step_ms: float, step_iqr_ms: float = 0.0, replayed: OverheadEvents | None = None
 ) -> Estimate:
-    """The overhead share of a step of median ``step_ms`` whose light trace gave ``events``; ``warmth``: how
-    its Python gap runs warm; ``threads``: the CPU's intra-op threads; ``step_min_ms``: the quickest
-    measured step, the interval top's like for prices taken at the quickest.
+    """The overhead share of a step of median ``step_ms`` whose light trace gave ``events``; ``replayed``: the
+    events of the same step replayed with no kernel run (``measure.replay``), whose gaps are the step's Python
+    run warm. Without them the gap is the real step's, which holds the slowness the arithmetic leaves behind:
+    the interval's low end then counts the ops alone.
 
-    The Python gap is the least of the profiled steps' (the median for the interval's top): a process the
-    machine's other work preempts shows the lost time as gap, so gaps err only upwards. The estimate's
-    ``cold`` is the factor its warm gap comes to: the real gap (``Warmth.real_gap_us``) over the warm gap.
-    The interval's top takes the median gap as measured, or the warm gap where that is more.
+    The gap is each gap's least over the steps (preemption only adds to a gap); the interval's top takes
+    the median step's gap. The interval spans the calibration's repeats and the step time's interquartile range.
     """
     if step_ms <= 0:
         raise ValueError("step time must be positive")
     per_step = {kind: events.mean_events(kind) for kind in PRICED_KINDS}
-    least_gap, median_gap = events.least_gap_us, events.median_python_gap_us
-    step_gap = calibration.step_gap_us
-    warm_gap = warmth.warm_gap_us(least_gap)
-    prices = calibration.prices
-    overhead_us, python_us = _overhead_us(per_step, warm_gap, prices, step_gap)
-    terms_us = {kind: per_step[kind] * prices.of(kind) for kind in PRICED_KINDS if per_step[kind]} | {"python": python_us}
-    low_gap = 0.0 if threads > 1 else warm_gap
-    low_us = min(_overhead_us(per_step, low_gap, p, step_gap)[0] for p in calibration.repeats)
-    # The top of the interval takes the gap as measured: the cold factor is itself an estimate.
-    high_us = max(_overhead_us(per_step, max(median_gap, warm_gap), p, step_gap)[0] for p in calibration.repeats)
-    quickest_ms = step_ms - step_iqr_ms / 2 if step_min_ms is None else min(step_ms - step_iqr_ms / 2, step_min_ms)
-    step_low_ms, step_high_ms = max(quickest_ms, step_ms / 2), step_ms + step_iqr_ms / 2
-    return Estimate(
-        per_step,
-        python_us,
-        warmth.real_gap_us(least_gap) / warm_gap if warm_gap > 0 else max(1.0, warmth.cold),
-        overhead_us,
-        overhead_us / (step_ms * 1e3),
-        (low_us / (step_high_ms * 1e3), high_us / (step_low_ms * 1e3)),
-        terms_us,
-    )
+    gaps = replayed or events
+    overhead_us, python_us = _overhead_us(per_step, gaps.least_gap_us, calibration.prices)
+    terms_us = {kind: per_step[kind] * calibration.prices.of(kind) for kind in PRICED_KINDS if per_step[kind]} | {"python": python_us}
+    low_gap = gaps.least_gap_us if replayed is not None else 0.0
+    low_us = min(_overhead_us(per_step, low_gap, p)[0] for p in calibration.repeats)
+    high_us = max(_overhead_us(per_step, max(gaps.least_gap_us, gaps.median_python_gap_us), p)[0] for p in calibration.repeats)
+    step_low_ms, step_high_ms = max(step_ms - step_iqr_ms / 2, step_ms / 2), step_ms + step_iqr_ms / 2
+    interval = (low_us / (step_high_ms * 1e3), high_us / (step_low_ms * 1e3))
+    return Estimate(per_step, python_us, overhead_us, overhead_us / (step_ms * 1e3), interval, terms_us)
 
 
 def scaling_budget(budget: Budget) -> Budget:
@@ -309,9 +256,8 @@ def batch_at_share(overhead_ms: float, intercept_ms: float, slope_ms: float, sha
     return max(1, math.ceil((overhead_ms / share - intercept_ms) / slope_ms - 1e-9))
 
 
-def threads_note(threads: int) -> str | None:
-    """Why a CPU estimate's interval is wide at more than one intra-op thread."""
-    return f"at {threads} threads the Python between ops is uncertain: the low end counts the ops alone" if threads > 1 else None
+# Why a CPU estimate with no replayed step has a wide interval.
+NOT_REPLAYED = "the step was not replayed warm: its Python gap may hold the arithmetic's cold caches, so the low end counts the ops alone"
 
 
 # A larger batch whose median step is this much below a smaller one's contradicts the fit's premise.

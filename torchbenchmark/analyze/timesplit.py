@@ -74,15 +74,3 @@ def time_split(steps: Sequence[StepSample], method: str, machine: tuple[float | 
         profiled_waiting_pct=None if profile is None else profile.waiting_pct,
         profiled_steps_kept=sum(clean(profiled)) if profiled else None, profiled_steps=len(profiled) or None,
     )  # fmt: skip
-
-
-def off_cpu_us(steps: Sequence[StepSample], durations_ms: Sequence[float]) -> list[float]:
-    """Each step's time off a CPU on its own thread, at least: its duration less all the CPU time of its
-    interval (which also holds the harness's work between steps, so this never overstates it)."""
-    return [max(0.0, duration * 1e3 - step[1] / 1e3) for step, duration in zip(steps, durations_ms)]
-
-
-def own_off_cpu_us(steps: Sequence[StepSample], durations_ms: Sequence[float]) -> list[float]:
-    """Each step's time off a CPU that the other threads' waiting for one cannot explain: the step's thread
-    waits at an intra-op join for as long as a pool thread waits for a CPU, and no longer."""
-    return [max(0.0, off - step[3] / 1e3) for off, step in zip(off_cpu_us(steps, durations_ms), steps)]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -20,12 +19,13 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from torch.profiler import ProfilerActivity, profile, record_function, schedule
+from torch.profiler import ProfilerActivity, profile, record_function
 
 from torchbenchmark.analyze.overhead import TIME_STEP_KINDS, overhead_events_of_trace
 from torchbenchmark.analyze.pricing import RNN_TIME_STEPS, Calibration, Counted, prices_from_timings
+from torchbenchmark.analyze.pricing import with_rnn_prices as rnn_priced
 from torchbenchmark.measure.environment import machine_name
-from torchbenchmark.measure.harness import StepTimer, device_sync
+from torchbenchmark.measure.harness import device_sync
 from torchbenchmark.measure.native_logs import quiet_kineto
 from torchbenchmark.results.codec import SchemaError, decode_object, encode
 from torchbenchmark.results.files import PARTIAL_SUFFIX, StorageError, dumps, load_json, write_atomic
@@ -49,24 +49,12 @@ def _workloads(device: torch.device) -> list[Workload]:
     a, b = torch.ones(1, **one), torch.ones(1, **one)
     x, w, bias = torch.ones(1, 1, **one), torch.ones(1, 1, **one), torch.ones(1, **one)
     table, index, offsets = torch.ones(4, 1, **one), torch.zeros(1, dtype=torch.long, **one), torch.zeros(1, dtype=torch.long, **one)
-    leaf = torch.ones(1, requires_grad=True, **one)
     # A depthwise convolution: oneDNN's path at any size (a plain one this small takes the slow reference
     # kernel, which builds nothing); every oneDNN convolution builds its primitive for about as long.
     signal, taps = torch.ones(1, 2, 4, **one), torch.ones(2, 1, 4, **one)
-
-    def backward(depth: int) -> Callable[[], None]:
-        def run() -> None:
-            y = leaf
-            for _ in range(depth):
-                y = y * a
-            y.sum().backward()
-
-        return run
-
     # Ops of each shape a model's step is made of: calls that nest nothing, calls that nest a few or many
     # ops (embedding_bag nests about 40), backward passes of two depths, and an op with a set-up of its
-    # own (SETUP_OPS: an LSTM runs on oneDNN's RNN layer wherever oneDNN is built in, forward and back,
-    # and a convolution on oneDNN's).
+    # own (SETUP_OPS: a convolution on oneDNN's; an RNN layer is priced apart, ``with_rnn_prices``).
     return [
         Workload("loop", lambda: None),
         Workload("add", lambda: a + b),
@@ -77,18 +65,26 @@ def _workloads(device: torch.device) -> list[Workload]:
         Workload("sum", lambda: a.sum()),
         Workload("linear", lambda: F.linear(x, w, bias)),
         Workload("embedding_bag", lambda: F.embedding_bag(index, table, offsets)),
-        Workload("backward_1", backward(1), dear=True),
-        Workload("backward_8", backward(8), dear=True),
+        Workload("backward_1", _backward(device, 1), dear=True),
+        Workload("backward_8", _backward(device, 8), dear=True),
         Workload("conv", lambda: F.conv1d(signal, taps, groups=2), dear=True),
-        *(
-            Workload(f"rnn{'_backward' if train else ''}_{steps}", _lstm(device, steps, train), time_steps=steps, dear=True)
-            for train in (False, True)
-            for steps in (1, RNN_TIME_STEPS)
-        ),
     ]
 
 
-def _lstm(device: torch.device, time_steps: int, train: bool, grad: bool = True) -> Callable[[], object]:
+def _backward(device: torch.device, depth: int) -> Callable[[], None]:
+    """A backward pass through ``depth`` multiplications of a one-element leaf."""
+    leaf, a = torch.ones(1, requires_grad=True, device=device), torch.ones(1, device=device)
+
+    def run() -> None:
+        y = leaf
+        for _ in range(depth):
+            y = y * a
+        y.sum().backward()
+
+    return run
+
+
+def _lstm(device: torch.device, time_steps: int, train: bool, grad: bool) -> Callable[[], object]:
     """One LSTM layer of width 2 (gate weights, recurrent weights and their biases) over ``time_steps``, and
     with ``train`` its backward; ``grad``: whether a forward-only loop runs with grad enabled, as a train
     step's forward does. Widths 2 to 16 cost the same within 5% a call; width 1 a third less, a case of its own."""
@@ -104,6 +100,37 @@ def _lstm(device: torch.device, time_steps: int, train: bool, grad: bool = True)
         return out.sum().backward() if train else out
 
     return run
+
+
+def with_rnn_prices(
+    calibration: Calibration, device: torch.device, train: bool, calls: int = 1000, profiled_calls: int = 300
+) -> Calibration:
+    """``calibration`` with an RNN layer's set-up and time step priced in each repeat, forward and, for a ``train``
+    step, backward (``analyze.pricing.with_rnn_prices``): for a step that calls an RNN layer, and only there.
+
+    Unlike the rest of the calibration, the loops run at this process's intra-op threads, the case's: oneDNN's
+    RNN layer opens a parallel region at every time step, whatever its width, so at two threads a time step
+    of width 2 costs about 1.2 µs under ``no_grad`` against 0.3 at one.
+    """
+    kinds = (False, True) if train else (False,)
+    workloads = [
+        Workload("loop", lambda: None),
+        *([Workload("backward_1", _backward(device, 1), dear=True)] if train else []),
+        *(
+            Workload(
+                f"rnn{'_backward' if backward else ''}_{steps}", _lstm(device, steps, backward, grad=train), time_steps=steps, dear=True
+            )
+            for backward in kinds
+            for steps in (1, RNN_TIME_STEPS)
+        ),
+    ]
+    for workload in workloads:
+        for _ in range(10):  # oneDNN builds its kernels at first use
+            workload.run()
+    counted = _count_events(workloads, device, profiled_calls)
+    sync = device_sync(device)
+    repeats = tuple(rnn_priced(prices, counted, _timings(workloads, sync, calls)) for prices in calibration.repeats)
+    return Calibration(repeats)
 
 
 def _count_events(workloads: list[Workload], device: torch.device, iterations: int) -> list[Counted]:
@@ -133,32 +160,38 @@ def _activities(device: torch.device) -> list[ProfilerActivity]:
     return [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
 
 
-def _step_gap_us(device: torch.device, steps: int = 20) -> float:
-    """The Python gap of an empty step profiled as a model's is: ``StepTimer`` and ``profiler.step``."""
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "steps.json"
-        with profile(
-            activities=_activities(device),
-            schedule=schedule(wait=1, warmup=1, active=steps, repeat=1),
-            on_trace_ready=lambda prof: prof.export_chrome_trace(str(path)),
-        ) as prof:
-            timer = StepTimer(device_sync(device), after_step=prof.step)
-            timer.begin_call()
-            for _ in range(steps + 2):
-                timer()
-        return statistics.median(overhead_events_of_trace(path).python_gap_us_per_step)
-
-
 # Each timing is the fastest of this many short bursts: on a shared machine preemption only adds time.
 BURSTS = 8
+
+
+def _timings(workloads: list[Workload], sync: Callable[[], None], calls: int) -> dict[str, float]:
+    """Each workload's cost per iteration in µs, the workloads taking turns: the fastest of ``BURSTS`` bursts.
+
+    Each burst starts on an idle GPU and is timed without waiting for its kernels: a burst is shorter than
+    a GPU's launch queue, so the clock sees the host's cost per op, not the GPU's throughput for tiny
+    kernels. (On a CPU the sync is a no-op.)
+    """
+    cost_us = {}
+    for workload in workloads:
+        n = max(1, workload.iterations(calls) // BURSTS)  # a dear loop's fewer iterations take about as long
+        bursts = []
+        for _ in range(BURSTS):
+            sync()
+            start = time.perf_counter_ns()
+            for _ in range(n):
+                workload.run()
+            bursts.append((time.perf_counter_ns() - start) / n / 1e3)
+        sync()
+        cost_us[workload.name] = min(bursts)
+    return cost_us
 
 
 def calibrate(device: torch.device, calls: int = 1000, repeats: int = 5, profiled_calls: int = 300) -> Calibration:
     """Per-event prices on ``device``, one set per repeat; the workloads take turns within each repeat.
 
     Timed on one CPU thread: nil-width ops have no work to share, and more threads only add OpenMP's
-    waits, each as long as the scheduler keeps a thread off a core. An RNN layer's time step is the
-    exception; ``rnn_step_at_threads_us`` prices what more threads add to it.
+    waits, each as long as the scheduler keeps a thread off a core. An RNN layer is the exception,
+    priced at the case's threads where its step calls one (``with_rnn_prices``).
     """
     quiet_kineto()
     threads = torch.get_num_threads()
@@ -176,68 +209,8 @@ def _calibrate(device: torch.device, calls: int, repeats: int, profiled_calls: i
         for _ in range(100):  # warm the allocator, the autograd graph and the caches
             workload.run()
     counted = _count_events(workloads, device, profiled_calls)
-    results = []
-    for _ in range(repeats):
-        cost_us = {}
-        for workload in workloads:
-            n = max(1, workload.iterations(calls) // BURSTS)  # a dear loop's fewer iterations take about as long
-            bursts = []
-            for _ in range(BURSTS):
-                # Each burst starts on an idle GPU and is timed without waiting for its kernels: a burst
-                # is shorter than a GPU's launch queue, so the clock sees the host's cost per op, not the
-                # GPU's throughput for tiny kernels. (On a CPU the sync is a no-op.)
-                sync()
-                start = time.perf_counter_ns()
-                for _ in range(n):
-                    workload.run()
-                bursts.append((time.perf_counter_ns() - start) / n / 1e3)
-            sync()
-            cost_us[workload.name] = min(bursts)
-        results.append(prices_from_timings(counted, cost_us))
-    return Calibration(repeats=tuple(results), step_gap_us=_step_gap_us(device))
-
-
-# Calls in each burst of ``rnn_step_at_threads_us``: beside other work a burst's every time step may wait a
-# scheduler's slice at its fork, so bursts are short.
-BURST_CALLS = 5
-
-
-def rnn_step_at_threads_us(device: torch.device, threads: int, grad: bool, budget_s: float = 1.0) -> float:
-    """What ``threads`` intra-op threads add to an RNN layer's forward time step over one thread, in µs, with
-    grad enabled or not as the case's step runs it.
-
-    oneDNN's RNN layer opens a parallel region at every time step, whatever its width: under ``no_grad`` at
-    two threads a time step of width 2 costs about 1.2 µs against 0.3 at one, where the one-thread
-    calibration prices it. The two thread counts take turns, over the short and the long loop, in bursts
-    until ``budget_s`` has passed (beside other work a fork waits for a thread's core, and each burst grows),
-    and the fastest burst of each counts. Only a CPU step that calls an RNN layer is timed so.
-    """
-    loops = {steps: _lstm(device, steps, train=False, grad=grad) for steps in (1, RNN_TIME_STEPS)}
-    before = torch.get_num_threads()
-    fastest_us: dict[tuple[int, int], float] = {}
-    deadline = time.perf_counter() + budget_s
-    try:
-        for count in (1, threads):  # warm each thread count's pool and oneDNN's primitives
-            torch.set_num_threads(count)
-            for loop in loops.values():
-                for _ in range(10):
-                    loop()
-        while not fastest_us or time.perf_counter() < deadline:
-            for count in (1, threads):
-                torch.set_num_threads(count)
-                for steps, loop in loops.items():
-                    start = time.perf_counter_ns()
-                    for _ in range(BURST_CALLS):
-                        loop()
-                    burst_us = (time.perf_counter_ns() - start) / BURST_CALLS / 1e3
-                    fastest_us[count, steps] = min(burst_us, fastest_us.get((count, steps), burst_us))
-    finally:
-        torch.set_num_threads(before)
-
-    def per_step_us(count: int) -> float:
-        return (fastest_us[count, RNN_TIME_STEPS] - fastest_us[count, 1]) / (RNN_TIME_STEPS - 1)
-
-    return max(0.0, per_step_us(threads) - per_step_us(1))
+    results = [prices_from_timings(counted, _timings(workloads, sync, calls)) for _ in range(repeats)]
+    return Calibration(repeats=tuple(results))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,7 +20,6 @@ import torch
 
 from torchbenchmark.analyze.stats import StepStats, is_steady, relative_change_pct
 from torchbenchmark.analyze.timesplit import StepSample, kept
-from torchbenchmark.measure.native_logs import own_global_hook
 from torchbenchmark.measure.schedstat import MachineGauge, MachineLoad, StepAccount, ThreadClock, clock_method
 from torchbenchmark.results.spec import Budget
 
@@ -115,106 +114,6 @@ def timed_call(model: Any, mode: str, niter: int, timer: StepTimer) -> int:
     return time.perf_counter_ns() - start
 
 
-class ColdProbe:
-    """A fixed piece of module glue, timed where the model's own glue runs: how cold the step leaves the caches
-    Python runs on.
-
-    Eight ``nn.Identity`` modules called in a chain dispatch no op; they run only what every module call
-    runs (``__call__``, its hook checks, ``forward``). An op that streams more data than the caches hold
-    evicts their objects and the interpreter's own, so right after it the chain runs slower than warm: the
-    slowdown the model's own Python between its ops suffers. The chain is timed in two places:
-
-    - inside the step, over a few steps of its own (``run_in_step``), at the entry of every module call (a
-      global forward pre-hook: where a model's glue runs between its ops), twice in a row each time: the
-      first pass cold, the second warm. What the first costs beyond the second, at the median call site,
-      is what cold caches add to a piece of glue;
-    - after each measured step (as a ``StepTimer``'s ``after_step``, never step time): the only place left
-      for a step that calls no module, or a compiled one, whose graph a global hook would break.
-
-    The probe after the step is the coldest place there is (the step's last op, often its largest, has
-    just run): for a decode step, whose glue runs between matrix-vector products over its weights, it read
-    the glue 1.4 to 2 times as slow as its twin's glue ran (``benchmarks/RESULTS.md``, "Decode steps").
-    Timed before every op instead (a ``TorchFunctionMode``), it read too warm: the mode's own Python,
-    run just before it, warms what the chain would find cold (dlrm eval 1.14 against its twin's 2.85).
-    """
-
-    MODULES = 8
-    STEPS = 3  # steps of the in-step pass, fewer where they would take longer than IN_STEP_S
-    IN_STEP_S = 0.5
-
-    def __init__(self, in_step: bool = True) -> None:
-        self.in_step = in_step  # False: after the steps only (a compiled module, whose graph a global hook would break)
-        self.chain = torch.nn.Sequential(*(torch.nn.Identity() for _ in range(self.MODULES)))
-        self.durations_ns: list[int] = []
-        self._sites: list[list[tuple[int, int]]] = [[]]  # per in-step step: (cold, warm) ns at each module call
-        self._probing = False
-
-    def _pass_ns(self) -> int:
-        start = time.perf_counter_ns()
-        self.chain(None)
-        return time.perf_counter_ns() - start
-
-    def __call__(self) -> None:
-        self.durations_ns.append(self._pass_ns())
-
-    def _at_module_entry(self, _module: torch.nn.Module, _args: Any) -> None:
-        if self._probing:  # the chain's own modules
-            return
-        self._probing = True
-        try:
-            self._sites[-1].append((self._pass_ns(), self._pass_ns()))
-        finally:
-            self._probing = False
-
-    def _next_step(self) -> None:
-        self._sites.append([])
-
-    def run_in_step(self, model: Any, mode: str, step_ms: float, pace: Pace = Pace()) -> None:
-        """Run a few steps of ``model`` with the chain timed at every module call's entry."""
-        steps = max(1, min(self.STEPS, int(self.IN_STEP_S * 1e3 / max(step_ms, 1e-6))))
-        steps = int(pace.agree([float(steps)])[0])  # processes that step together run as many steps
-        with own_global_hook():
-            handle = torch.nn.modules.module.register_module_forward_pre_hook(self._at_module_entry)
-            try:
-                timed_call(model, mode, steps, StepTimer(pace.sync, after_step=self._next_step))
-            except Exception:  # code that refuses a global hook (a check of its own): the probe after the step stands
-                self._sites = [[]]
-            finally:
-                handle.remove()
-
-    def factor(self) -> float:
-        """How much slower module glue runs where the model's runs than warm, at least 1 (1 when not measured).
-
-        In the step: 1 + (each call site's fastest cold pass over the steps, less its fastest warm pass, taken
-        right after: a slow spell of the machine falls on both), the median over the sites (a mean drifts
-        with the odd site every step preempted), over the plain chain's warm pass. The hooked chain runs
-        the slow path of ``Module.__call__``, so its warm pass is longer; the time the cold caches add is
-        not, so the excess is taken in µs, not as a ratio. After the step: its fastest pass over the warm
-        pass. The factor is the lesser of the two: nowhere in a step is colder than right after its last
-        op, so an in-step reading above it is the hook's own noise (a chain of 300 ops on 8 floats, which
-        evict nothing, read 2 to 4.7 in the step beside other work).
-        """
-        warm_ns = self.warm_ns()
-        readings = []
-        steps = [sites for sites in self._sites if sites]
-        if steps:
-            count = min(map(len, steps))
-            excess = statistics.median(min(sites[i][0] for sites in steps) - min(sites[i][1] for sites in steps) for i in range(count))
-            readings.append(1.0 + excess / warm_ns)
-        if self.durations_ns:
-            readings.append(min(self.durations_ns) / warm_ns)
-        return max(1.0, min(readings, default=1.0))
-
-    def warm_ns(self, steps: int = 200) -> int:
-        """The chain's fastest pass after an empty step: warm."""
-        passes: list[int] = []
-        timer = StepTimer(after_step=lambda: passes.append(self._pass_ns()))
-        timer.begin_call()
-        for _ in range(steps):
-            timer()
-        return min(passes)
-
-
 @dataclasses.dataclass(frozen=True)
 class Characterisation:
     steps: StepStats  # the steps of the two windows that agreed best
@@ -227,7 +126,6 @@ class Characterisation:
     window_medians_ms: tuple[float, ...]  # every window taken, kept or not, in order
     warmup_s: float
     measure_s: float
-    cold_factor: float = 1.0  # how much slower module glue ran where the model's runs than warm (ColdProbe)
     samples: tuple[StepSample, ...] = ()  # what the kernel saw of each step of the two windows kept
     clock_method: str = ""  # how: measure.schedstat.SCHEDSTAT, or the process-time fallback
     machine: MachineLoad | None = None  # what else the machine did while the windows ran
@@ -283,9 +181,7 @@ class Window:
         return [d for d, keep in zip(self.durations_ns, kept(self.samples)) if keep] or self.durations_ns
 
 
-def measure_windows(
-    model: Any, mode: str, budget: Budget, count: int, pace: Pace = Pace(), after_step: Callable[[], None] = _nothing
-) -> list[Window]:
+def measure_windows(model: Any, mode: str, budget: Budget, count: int, pace: Pace = Pace()) -> list[Window]:
     """Time ``count`` steps per window until two windows' medians agree within ``budget.window_tolerance``.
 
     A shared machine has spells of load that last seconds: one window can fall in one and read 10 to 20%
@@ -299,7 +195,7 @@ def measure_windows(
         while True:
             pace.announce(f"measuring window {len(windows) + 1}")
             account = StepAccount(clock)
-            timer = StepTimer(pace.sync, lambda account=account: (account(), after_step()))
+            timer = StepTimer(pace.sync, account)
             account.start()
             timed_call(model, mode, count + 1, timer)  # +1: the first step holds the call's edge
             windows.append(Window(timer.inner_ns(), account.steps[1:]))
@@ -326,12 +222,8 @@ def closest_pair(windows: list[list[int]]) -> tuple[list[list[int]], float]:
     return [windows[i] for i in best], diff_pct(best)
 
 
-def characterise(model: Any, mode: str, budget: Budget, pace: Pace = Pace(), probe: ColdProbe | None = None) -> Characterisation:
-    """Warm up, measure windows of steps for a median and IQR, then time whole calls for the edge cost.
-
-    With a ``probe``, it is timed after every measured step, then, unless it was made ``in_step=False``,
-    at the module calls of a few steps of its own after the windows: the row's cold factor.
-    """
+def characterise(model: Any, mode: str, budget: Budget, pace: Pace = Pace()) -> Characterisation:
+    """Warm up, measure windows of steps for a median and IQR, then time whole calls for the edge cost."""
     sync, agree = pace.sync, pace.agree
     started = time.perf_counter()
     warmup, steady = warm_up(model, mode, budget, pace)
@@ -339,15 +231,12 @@ def characterise(model: Any, mode: str, budget: Budget, pace: Pace = Pace(), pro
 
     count = budget.measured_steps(agree([statistics.median(warmup[-budget.warmup_window :])])[0])
     gauge = MachineGauge()
-    windows = measure_windows(model, mode, budget, count, pace, after_step=probe or _nothing)
+    windows = measure_windows(model, mode, budget, count, pace)
     machine = gauge.read()
     timed = [window.timed_ns for window in windows]
     pair, diff = closest_pair(timed)
     chosen = [window for window, durations in zip(windows, timed) if any(durations is p for p in pair)]
     steps = StepStats.from_ns([d for window in pair for d in window])
-    if probe is not None and probe.in_step:
-        pace.announce("probing the caches at module calls")
-        probe.run_in_step(model, mode, steps.median_ms, pace)
 
     pace.announce("timing whole calls")
     calls: list[int] = []
@@ -366,7 +255,6 @@ def characterise(model: Any, mode: str, budget: Budget, pace: Pace = Pace(), pro
         window_medians_ms=tuple(statistics.median(window.timed_ns) / 1e6 for window in windows),
         warmup_s=warmed - started,
         measure_s=time.perf_counter() - warmed,
-        cold_factor=probe.factor() if probe is not None else 1.0,
         samples=tuple(sample for window in chosen for sample in window.samples),
         clock_method=clock_method(),
         machine=machine,

@@ -30,8 +30,6 @@ from typing import Any, BinaryIO
 import torch
 from torch.profiler import ProfilerActivity, profile, schedule
 
-from torchbenchmark.analyze import timesplit
-from torchbenchmark.analyze.overhead import OverheadEvents
 from torchbenchmark.analyze.stats import StepStats
 from torchbenchmark.analyze.timesplit import StepSample
 from torchbenchmark.measure.harness import StepTimer, device_sync, timed_call
@@ -65,15 +63,6 @@ class ProfileRun:
     def names(self) -> tuple[dict[str, str] | None, dict[str, str] | None]:
         """What ``analyze.attribution`` needs to name the trace's modules: ``module_names`` and ``class_names``."""
         return self.module_names, self.class_names
-
-    def on_cpu(self, events: OverheadEvents, own_us: float | None = None) -> OverheadEvents:
-        """``events`` of these steps, each gap less the time its thread spent off a CPU, of the steps no other
-        work on the machine stretched. ``own_us``: what a step spends off the CPU of its own accord, where
-        known better than from these steps (whose waits at intra-op joins look the same to the kernel)."""
-        times_ms = self.steps.times_ms
-        off = timesplit.off_cpu_us(self.samples, times_ms)
-        own = timesplit.own_off_cpu_us(self.samples, times_ms) if own_us is None else [own_us] * len(off)
-        return events.on_cpu(off, [ms * 1e3 for ms in times_ms], own).only(timesplit.kept(self.samples))
 
 
 def run_profile(model: Any, mode: str, device: torch.device, kind: str, active: int, trace_path: Path) -> ProfileRun:

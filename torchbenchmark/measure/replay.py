@@ -8,11 +8,9 @@ argument the op wrote in place, without running a kernel. Under it the step runs
 calls, bindings, autograd bookkeeping and dispatch, as it does for real, but no kernel runs long enough
 to evict anything: the Python gap of a replayed step is the step's glue run warm.
 
-The replayed step's gap errs only upwards (the mode's own Python runs inside each op's event, not in the
-gaps, but it shares the caches), so the estimate takes the lesser of it and the real gap over the cold
-factor (``analyze.pricing``). It is taken on a CPU, in eager mode, for a step whose outputs fit in
-``MAX_BYTES``: a compiled graph calls its kernels past the dispatcher, and on a GPU the host's gaps
-are not the caches' doing.
+The estimate takes the replayed step's gap as the step's Python (``analyze.pricing``). It is taken on a CPU,
+in eager mode, for a step whose outputs fit in ``MAX_BYTES``: a compiled graph calls its kernels past the
+dispatcher, and on a GPU the host's gaps are not the caches' doing.
 """
 
 from __future__ import annotations
@@ -21,7 +19,6 @@ import contextlib
 import ctypes
 import dataclasses
 import math
-import statistics
 import threading
 import time
 from collections.abc import Collection, Iterator, Sequence
@@ -33,7 +30,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
 from torchbenchmark.analyze import timesplit
-from torchbenchmark.analyze.overhead import overhead_events_of_trace, time_steps_of_calls
+from torchbenchmark.analyze.overhead import OverheadEvents, overhead_events_of_trace, time_steps_of_calls
 from torchbenchmark.measure.harness import StepTimer, timed_call
 from torchbenchmark.measure.profiling import ProfileRun, run_profile
 
@@ -43,10 +40,8 @@ MAX_BYTES = 2 << 30  # the most a replay holds of a step's outputs; past it the 
 # as it runs).
 LEAST_STEPS, MOST_STEPS = 5, 20
 STEPS_S = 1.0
-# The replayed steps come in sessions (``Budget.replay_sessions``, three by default) that start SPACING_S
-# apart: on a shared host a spell of half a second can slow every step of one session alike (dlrm eval's
-# least replayed gap read 494 µs in one, 300 to 334 in the nineteen around it), and the least of the
-# sessions' least gaps is the warm gap.
+# The replayed steps can come in sessions (``Budget.replay_sessions``) that start SPACING_S apart, the least
+# gap of all counting: a spell of load can slow every step of one session alike.
 SPACING_S = 0.4
 DEADLINE_S = 10.0
 
@@ -55,12 +50,12 @@ DEADLINE_S = 10.0
 class Warm:
     """What the step replayed showed."""
 
-    gap_us: float  # its least Python gap
+    events: OverheadEvents  # the replayed steps' events and gaps: the session with the least gap
     time_steps: dict[str, float]  # the mean time steps of an RNN call of each kind, as the replay saw their inputs
-    # What a replayed step spent off the CPU of its own accord, at least: the step's Python asleep, reading
-    # or on a lock, with no intra-op join in it (no kernel runs).
-    own_off_cpu_us: float | None = None
-    calls_per_step: float | None = None  # the op calls a replayed step made: a real step's, where the replay ran its ops
+
+    @property
+    def gap_us(self) -> float:
+        return self.events.least_gap_us
 
 
 class Abandoned(Exception):
@@ -198,22 +193,20 @@ DIVERGED_FRACTION = 0.02
 def trusted(warm: Warm | None, real_calls: float) -> tuple[Warm | None, str | None]:
     """``warm`` where its steps made the real step's op calls (``real_calls`` a step); else None, and why: a step
     whose Python reads back a value it wrote in place runs other code replayed, and its gap is not the real one's."""
-    if warm is None or warm.calls_per_step is None:
+    if warm is None:
         return warm, None
-    if abs(warm.calls_per_step - real_calls) <= max(1.0, DIVERGED_FRACTION * real_calls):
+    calls = warm.events.mean_events("call")
+    if abs(calls - real_calls) <= max(1.0, DIVERGED_FRACTION * real_calls):
         return warm, None
     return None, (
-        f"the step replayed made {warm.calls_per_step:.0f} op calls against the real step's {real_calls:.0f} (its Python "
-        "reads values the replay does not compute): its warm gap is not used, the cold factor alone stands"
+        f"the step replayed made {calls:.0f} op calls against the real step's {real_calls:.0f} (its Python "
+        "reads values the replay does not compute): its warm gap is not used"
     )
 
 
 def warm_reading(model: Any, mode: str, trace_paths: Sequence[Path], replay: Replay) -> Warm:
-    """The step replayed (``replayed_profiles``), read: its least gap, each step's time off the CPU taken out as
-    for a real step's, and the time steps of the RNN calls among ``replay``'s watched ops."""
+    """The step replayed (``replayed_profiles``), read: the session whose gap is least (each of its steps' clean
+    ones, ``analyze.timesplit.kept``), and the time steps of the RNN calls among ``replay``'s watched ops."""
     runs = replayed_profiles(model, mode, trace_paths, replay)
-    events = [overhead_events_of_trace(run.trace_path) for run in runs]
-    gap_us = min(run.on_cpu(of_run).least_gap_us for run, of_run in zip(runs, events, strict=True))
-    own_us = [us for run in runs for us in timesplit.own_off_cpu_us(run.samples, run.steps.times_ms)]
-    calls = statistics.fmean(of_run.mean_events("call") for of_run in events)
-    return Warm(gap_us, time_steps_of_calls(replay.inputs), min(own_us, default=None), calls)
+    sessions = [overhead_events_of_trace(run.trace_path).only(timesplit.kept(run.samples)) for run in runs]
+    return Warm(min(sessions, key=lambda events: events.least_gap_us), time_steps_of_calls(replay.inputs))

@@ -200,7 +200,6 @@ class Dispatch(Record):
     events_per_step: dict[str, float] | None = json_field(default=None, bound=NON_NEGATIVE)
     prices_us: dict[str, float] | None = json_field(default=None, bound=NON_NEGATIVE)
     python_us_per_step: float | None = json_field(default=None, bound=NON_NEGATIVE)  # Python time with no event
-    cold_factor: float | None = json_field(default=None, bound=NON_NEGATIVE)  # the real gap over the warm gap priced
     warm_gap_us: float | None = json_field(default=None, bound=NON_NEGATIVE)  # the step's gap replayed (measure.replay)
     scaling: Scaling | None = None  # the second estimate, by batch-size scaling, when asked for
     scaling_failed: str | None = None  # --scaling: "failed at batch N: why"; the fit, if any, is of the batches before it

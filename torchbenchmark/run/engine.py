@@ -19,7 +19,7 @@ import torch
 from torchbenchmark.analyze import pricing, timesplit, verdict
 from torchbenchmark.analyze.attribution import attribute_trace
 from torchbenchmark.analyze.bound import bound_of
-from torchbenchmark.analyze.overhead import PRICED_KINDS, SETUP_OPS, overhead_events_of_trace
+from torchbenchmark.analyze.overhead import PRICED_KINDS, SETUP_OPS, calls_rnn, overhead_events_of_trace
 from torchbenchmark.analyze.stats import relative_change_pct
 from torchbenchmark.analyze.steps import TraceSummary, check_complete, summarize_trace
 from torchbenchmark.contract import ModelMeta
@@ -27,9 +27,9 @@ from torchbenchmark.measure import compile as compiled_variant
 from torchbenchmark.measure import instructions as counting
 from torchbenchmark.measure import precision as recast_variant
 from torchbenchmark.measure import replay
-from torchbenchmark.measure.calibration import calibration_for, rnn_step_at_threads_us
+from torchbenchmark.measure.calibration import calibration_for, with_rnn_prices
 from torchbenchmark.measure.costs import measure_costs
-from torchbenchmark.measure.harness import Characterisation, ColdProbe, Pace, characterise, device_sync, use_device
+from torchbenchmark.measure.harness import Characterisation, Pace, characterise, device_sync, use_device
 from torchbenchmark.measure.profiling import KINDS, ProfileRun, run_profile
 from torchbenchmark.measure.steady import intra_op_threads
 from torchbenchmark.registry import meta_of, model_class
@@ -165,8 +165,7 @@ def measure(spec: CaseSpec, cls: type, meta: ModelMeta, out_dir: Path, config: M
         laps.announce("compiling")
         eager, compiled, report = compiled_variant.compile_and_measure_first_step(model, spec.mode, spec.compile, device_sync(device))
         laps("compile")
-    probe = ColdProbe(in_step=spec.compile is None)
-    steps = characterise(model, spec.mode, spec.budget, Pace.on(device, announce=laps.announce), probe)
+    steps = characterise(model, spec.mode, spec.budget, Pace.on(device, announce=laps.announce))
     laps.timings["warmup"] = round(steps.warmup_s, 3)
     laps("characterise")
     laps.timings["characterise"] = round(laps.timings["characterise"] - laps.timings["warmup"], 3)
@@ -209,13 +208,10 @@ def _profile(
     costs = measure_costs(model, spec.mode, device, measured.batch_size, median_ms)
     laps("costs")
     warm = _replayed(spec, model, folder, median_ms, laps)
-    threads = torch.get_num_threads()
-    if warm is not None and warm.time_steps.get("rnn") and threads > 1:
-        laps.announce(f"pricing an RNN time step at {threads} threads")
-        extra_us = rnn_step_at_threads_us(device, threads, grad=spec.mode == "train")
-        calibration = calibration.with_rnn_step_added(extra_us)
-        log.info("%s %s: an RNN time step costs %.2f µs more at %d threads than at one", spec.model, spec.mode, extra_us, threads)
-        laps("rnn threads")
+    if calls_rnn(profiles["light"].trace_path):
+        laps.announce("pricing its RNN layers")
+        calibration = with_rnn_prices(calibration, device, train=spec.mode == "train")
+        laps("rnn prices")
     scaling_step_ms, scaling_failed, doubts = None, None, None
     batches = pricing.scaling_batch_sizes(measured.batch_size or 1, up=meta_of(cls).scale_batch_up) if spec.scaling else []
     if len(batches) >= 2:
@@ -261,7 +257,7 @@ def _replayed(spec: CaseSpec, model: Any, folder: Path, median_ms: float, laps: 
         with replay.watchdog(deadline_s + replay.WATCHDOG_GRACE_S):
             return replay.warm_reading(model, spec.mode, paths, watching)
     except Exception as error:  # a step that refuses the mode, or checks values a replay does not keep
-        log.warning("%s %s: no warm replay, the cold factor alone stands: %s: %s", spec.model, spec.mode, type(error).__name__, error)
+        log.warning("%s %s: no warm replay, the real step's gap stands: %s: %s", spec.model, spec.mode, type(error).__name__, error)
         return None
     finally:
         for path in paths:
@@ -283,16 +279,9 @@ def analyse(spec: CaseSpec, measured: Measured, out_dir: Path, meta: ModelMeta) 
     warm, diverged = replay.trusted(measured.warm, events.mean_events("call"))
     if detailed is None and warm is not None:  # the light trace has no shapes: the replay saw the RNN calls' inputs
         events = events.with_time_steps(warm.time_steps)
-    measured_gap_us = events.least_gap_us
-    # On a GPU, the host's waits in syncs are the GPU's compute: they stay where they are.
-    # On a CPU the replayed steps, which join no intra-op threads, say what a step spends off the CPU of its
-    # own accord; a real step's waits at joins are off the CPU too, and fall in its ops, not all in its gaps.
-    own_us = None if warm is None else warm.own_off_cpu_us
-    events = events.only(timesplit.kept(light_run.samples)) if on_gpu else light_run.on_cpu(events, own_us)
-    threads = 1 if on_gpu else torch.get_num_threads()
-    cold = measured.characterisation.cold_factor
-    warmth = pricing.Warmth(cold) if warm is None else pricing.Warmth(cold, warm.gap_us, measured_gap_us)
-    priced = pricing.estimate(events, measured.calibration, steps.median_ms, steps.iqr_ms, warmth, threads, steps.min_ms)
+    events = events.only(timesplit.kept(light_run.samples))  # the steps no other work on the machine stretched
+    replayed = None if warm is None else warm.events
+    priced = pricing.estimate(events, measured.calibration, steps.median_ms, steps.iqr_ms, replayed)
     fraction, interval, judged = priced.fraction, priced.interval, verdict.verdict(priced.fraction)
     split = time_split_of(measured)
     if not on_gpu and split is not None and split.blocked_pct >= timesplit.BLOCKED_AT_PCT:
@@ -312,11 +301,10 @@ def analyse(spec: CaseSpec, measured: Measured, out_dir: Path, meta: ModelMeta) 
         overhead_fraction_uncapped=fraction,
         overhead_interval=interval,
         borderline=verdict.borderline(interval),
-        interval_note="; ".join(note for note in (pricing.threads_note(threads), diverged) if note) or None,
+        interval_note="; ".join(note for note in (diverged, pricing.NOT_REPLAYED if warm is None and not on_gpu else None) if note) or None,
         events_per_step=priced.events_per_step,
         prices_us=dataclasses.asdict(measured.calibration.prices),
         python_us_per_step=priced.python_us,
-        cold_factor=priced.cold,
         warm_gap_us=None if warm is None else warm.gap_us,
         scaling=scaling,
         scaling_failed=measured.scaling_failed,

@@ -208,7 +208,7 @@ def _row(
 
     What a rank cannot take is absent, as in a single process without it: the warm replay and the costs (each
     runs steps of one rank alone, which would leave the others waiting in DDP's all-reduce), and the detailed
-    profile, so the interval rests on the cold factor and the overhead is not placed in modules.
+    profile, so the interval's low end counts the ops alone and the overhead is not placed in modules.
     """
     slowest = max(gathered, key=lambda run: run.figures.step_median_ms).measured
     measured = dataclasses.replace(zero, characterisation=slowest)
