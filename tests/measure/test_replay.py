@@ -39,6 +39,18 @@ def test_a_replayed_op_returns_what_it_returned_without_computing() -> None:
     assert mode.held_bytes >= 2 * 64 * 64 * 4
 
 
+def test_an_op_first_computed_on_two_replayed_results_that_share_memory_reads_a_copy() -> None:
+    """Two calls of one op and layout get one tensor back; an op that writes one and reads the other (a mixture of
+    experts' ``index_add_``) would refuse the overlap, so what it only reads is cloned, and it writes in place."""
+    x = torch.zeros(4, 2)
+    with replay.Replay():
+        for _ in range(2):
+            a, b = x + 1, x + 1  # replayed: one storage
+            written = a.index_add_(0, torch.tensor([0]), b[:1])
+            assert written is a
+    assert a.data_ptr() == b.data_ptr() and a[0].tolist() == [2.0, 2.0]  # computed once, on a copy of b
+
+
 def test_a_replayed_train_step_runs_backward_and_the_optimizer_in_place() -> None:
     net = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
     optimizer = torch.optim.SGD(net.parameters(), lr=0.1)

@@ -90,7 +90,7 @@ class Replay(TorchDispatchMode):
             self.inputs.append((func._schema.name, [list(a.shape) for a in flat if isinstance(a, torch.Tensor)]))
         found = self.recorded.get(key)
         if found is None:
-            out = func(*args, **kwargs)
+            out = _computed(func, args, kwargs)
             written = next((i for i, a in enumerate(flat) if a is out), None)  # an in-place op returns its argument
             if written is None:
                 self._hold(out)
@@ -110,6 +110,26 @@ class Replay(TorchDispatchMode):
                     self.held_bytes += storage.nbytes()
         if self.held_bytes > self.max_bytes:
             raise Abandoned(f"the step's outputs hold more than {self.max_bytes >> 30} GiB")
+
+
+def _computed(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``func`` run on its arguments. A replay hands one tensor back for every call of the same op and layout, so
+    an op computed for the first time can find a tensor it reads sharing memory with the one it writes
+    (``index_add_`` of one replayed result into another); those it only reads are then cloned."""
+    try:
+        return func(*args, **kwargs)
+    except RuntimeError as error:
+        if "refer to a single memory location" not in str(error):
+            raise
+    schema = func._schema.arguments
+    writes = {arg.name for arg in schema if arg.alias_info is not None and arg.alias_info.is_write}
+
+    def read_only(name: str | None, value: Any) -> Any:
+        return value.clone() if isinstance(value, torch.Tensor) and name not in writes else value
+
+    names = [arg.name for arg in schema]
+    args = tuple(read_only(names[i] if i < len(names) else None, value) for i, value in enumerate(args))
+    return func(*args, **{name: read_only(name, value) for name, value in kwargs.items()})
 
 
 def _layout(tensor: torch.Tensor) -> tuple[Any, ...]:
