@@ -134,6 +134,16 @@ def test_the_mark_shows_on_the_row_its_repr_and_survives_json() -> None:
     assert busy.to_dict()["time_split"]["steps_kept"] == 1
 
 
+def test_what_every_step_spent_blocked_leaves_its_gaps() -> None:
+    """Two 10 ms steps whose thread slept 9 ms (and 9.2) and waited 0.1 ms for a CPU: 9 ms of each gap is the sleep."""
+    samples = [(10_000_000, 900_000, 100_000, 0), (10_000_000, 700_000, 100_000, 0)]
+    assert timesplit.blocked_us(samples) == pytest.approx(9000.0) and timesplit.blocked_us([]) == 0.0
+    sleeping = OverheadEvents(({"call": 10}, {"call": 10}), (9300.0, 9500.0), least_python_gap_us=9250.0)
+    awake = sleeping.less(timesplit.blocked_us(samples))
+    assert awake.python_gap_us_per_step == pytest.approx((300.0, 500.0)) and awake.least_gap_us == pytest.approx(250.0)
+    assert sleeping.less(20_000.0).python_gap_us_per_step == (0.0, 0.0) and sleeping.less(0.0) is sleeping
+
+
 def test_only_the_clean_steps_count_and_the_least_gaps_stay() -> None:
     sleeping = OverheadEvents(({"call": 10}, {"call": 20}, {"call": 30}), (9100.0, 9600.0, 9300.0), least_python_gap_us=9050.0)
     # Steps left out were stretched by other work: the rest keep their gaps, and the least gaps stay.

@@ -79,6 +79,15 @@ class OverheadEvents:
             python_gap_us_per_step=tuple(self.python_gap_us_per_step[i] for i in chosen),
         )
 
+    def less(self, blocked_us: float) -> OverheadEvents:
+        """These events with ``blocked_us`` taken from each step's Python gap (capped at the gap): what every step
+        spent blocked (``analyze.timesplit.blocked_us``) makes no op event and lies in its gaps, and is no overhead."""
+        if blocked_us <= 0:
+            return self
+        gaps = tuple(max(0.0, gap - blocked_us) for gap in self.python_gap_us_per_step)
+        least = None if self.least_python_gap_us is None else max(0.0, self.least_python_gap_us - blocked_us)
+        return dataclasses.replace(self, python_gap_us_per_step=gaps, least_python_gap_us=least)
+
     def with_time_steps(self, per_call: dict[str, float]) -> OverheadEvents:
         """These events with each set-up kind's time steps counted, at ``per_call`` time steps a call."""
         counted = tuple(

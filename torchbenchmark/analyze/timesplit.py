@@ -27,6 +27,12 @@ def waited(step: StepSample) -> float:
     return (main_wait + others_wait) / wall if wall > 0 else 0.0
 
 
+def blocked_us(steps: Sequence[StepSample]) -> float:
+    """What every one of these steps spent blocked, in µs: its thread neither on a CPU nor waiting for one (a sleep,
+    a read, a lock; at more than one intra-op thread, a wait at a join too). 0 without samples."""
+    return min((max(0, wall - cpu - wait) / 1e3 for wall, cpu, wait, _ in steps), default=0.0)
+
+
 def clean(steps: Sequence[StepSample]) -> list[bool]:
     """Which steps no other work on the machine stretched (their threads waited at most CLEAN_WAIT_FRACTION)."""
     return [waited(step) <= CLEAN_WAIT_FRACTION for step in steps]

@@ -225,8 +225,11 @@ def trusted(warm: Warm | None, real_calls: float) -> tuple[Warm | None, str | No
 
 
 def warm_reading(model: Any, mode: str, trace_paths: Sequence[Path], replay: Replay) -> Warm:
-    """The step replayed (``replayed_profiles``), read: the session whose gap is least (each of its steps' clean
-    ones, ``analyze.timesplit.kept``), and the time steps of the RNN calls among ``replay``'s watched ops."""
+    """The step replayed (``replayed_profiles``), read: the session whose gap is least (of its clean steps,
+    ``analyze.timesplit.kept``, less what each spent blocked), and the time steps of the RNN calls among
+    ``replay``'s watched ops."""
     runs = replayed_profiles(model, mode, trace_paths, replay)
-    sessions = [overhead_events_of_trace(run.trace_path).only(timesplit.kept(run.samples)) for run in runs]
+    sessions = [
+        overhead_events_of_trace(run.trace_path).only(timesplit.kept(run.samples)).less(timesplit.blocked_us(run.samples)) for run in runs
+    ]
     return Warm(min(sessions, key=lambda events: events.least_gap_us), time_steps_of_calls(replay.inputs))

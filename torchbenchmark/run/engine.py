@@ -279,7 +279,9 @@ def analyse(spec: CaseSpec, measured: Measured, out_dir: Path, meta: ModelMeta) 
     warm, diverged = replay.trusted(measured.warm, events.mean_events("call"))
     if detailed is None and warm is not None:  # the light trace has no shapes: the replay saw the RNN calls' inputs
         events = events.with_time_steps(warm.time_steps)
-    events = events.only(timesplit.kept(light_run.samples))  # the steps no other work on the machine stretched
+    # The steps no other work on the machine stretched; on a CPU, what each spent blocked (a sleep) is no overhead.
+    events = events.only(timesplit.kept(light_run.samples))
+    events = events if on_gpu else events.less(timesplit.blocked_us(light_run.samples))
     replayed = None if warm is None else warm.events
     priced = pricing.estimate(events, measured.calibration, steps.median_ms, steps.iqr_ms, replayed)
     fraction, interval, judged = priced.fraction, priced.interval, verdict.verdict(priced.fraction)
