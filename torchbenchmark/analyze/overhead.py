@@ -118,7 +118,7 @@ def time_steps_of_calls(calls: Iterable[tuple[str, Sequence[Sequence[int]]]]) ->
 
 
 def _step(ops: Sequence[Event], start: float, end: float) -> tuple[dict[str, float], list[float]]:
-    """One step's events by kind, and the gaps between its top-level ops in the order they came."""
+    """One step's events by kind, and the gaps between its top-level ops in the order they came, up to ``end``."""
     count: dict[str, float] = dict.fromkeys(PRICED_KINDS, 0)
     tops: list[tuple[float, float, bool]] = []  # (start, end, is an autograd node) of top-level ops
     for op, parent in sorted(zip(ops, parents(ops)), key=lambda pair: (float(pair[0]["ts"]), -float(pair[0]["dur"]))):
@@ -132,20 +132,25 @@ def _step(ops: Sequence[Event], start: float, end: float) -> tuple[dict[str, flo
         if name in SETUP_OPS:
             count[SETUP_OPS[name]] += 1
     gaps, cursor, previous_node = [], start, False
-    for op_start, op_end, is_node in tops:
+    for op_start, op_end, is_node in tops:  # one past ``end`` is the harness's (a replay's profiler step): no gap
         if not (previous_node and is_node):
-            gaps.append(max(0.0, op_start - cursor))
+            gaps.append(max(0.0, min(op_start, end) - cursor))
         cursor, previous_node = max(cursor, op_end), is_node
     gaps.append(max(0.0, end - cursor))
     return count, gaps
 
 
-def overhead_events(events: Sequence[Event]) -> OverheadEvents:
+def overhead_events(events: Sequence[Event], timed_us: Sequence[float] = ()) -> OverheadEvents:
     """Each step's op events by kind (PRICED_KINDS) and its Python gap time. Raises ValueError without steps.
 
     The Python gap of a step is the time on the step's thread covered by no top-level op, less the time
-    between two consecutive autograd nodes: in it Python ran (module wrappers, glue, the optimizer's loops,
-    the harness), or the profiler itself, which the calibration's own gaps measure.
+    between two consecutive autograd nodes: in it Python ran (module wrappers, glue, the optimizer's loops),
+    or the profiler itself, which the calibration's own gaps measure. ``timed_us``: each step as its timer
+    measured it (``measure.harness.StepTimer``), one per profiled step. The profiler's step range also holds
+    what the harness does between two steps while no clock runs (the kernel's accounting and the profiler's
+    own step, 20 to 40 µs here), nearly all after the clock stopped (the profiler opens the next step's range
+    last): the step's gaps end where its range does less what its timer did not see, so they hold what the step
+    time holds.
     """
     steps = step_events(events)
     if not steps:
@@ -158,12 +163,13 @@ def overhead_events(events: Sequence[Event]) -> OverheadEvents:
         ops.sort(key=lambda op: float(op["ts"]))
     starts = {thread: [float(op["ts"]) for op in ops] for thread, ops in ops_by_thread.items()}  # each step's ops by bisection
     counts, gap_lists = [], []
-    for step in steps:
+    timed = list(timed_us) if len(timed_us) == len(steps) else [None] * len(steps)
+    for step, timed_step_us in zip(steps, timed):
         start, end = span(step)
         thread = thread_of(step)
         at = starts.get(thread, [])
         ops = ops_by_thread.get(thread, [])[bisect.bisect_left(at, start) : bisect.bisect_left(at, end)]
-        count, gaps = _step(ops, start, end)
+        count, gaps = _step(ops, start, end if timed_step_us is None else min(end, start + timed_step_us))
         counts.append(count)
         gap_lists.append(gaps)
     # Steps of one model call the same ops in the same order, so their gaps pair up by position; the
@@ -186,10 +192,11 @@ def calls_rnn(path: str | Path) -> bool:
     return False
 
 
-def overhead_events_of_trace(path: str | Path, shapes_path: str | Path | None = None) -> OverheadEvents:
-    """The overhead events of a light trace; ``shapes_path``, a trace of the same model that recorded shapes
-    (the detailed profile's), is read for the time steps of its set-up ops, only when it holds some."""
-    events = overhead_events(load_events(path))
+def overhead_events_of_trace(path: str | Path, shapes_path: str | Path | None = None, timed_ms: Sequence[float] = ()) -> OverheadEvents:
+    """The overhead events of a light trace whose steps were timed at ``timed_ms`` (``overhead_events``);
+    ``shapes_path``, a trace of the same model that recorded shapes (the detailed profile's), is read for the
+    time steps of its set-up ops, only when it holds some."""
+    events = overhead_events(load_events(path), [ms * 1e3 for ms in timed_ms])
     if shapes_path is not None and any(events.mean_events(kind) for kind in TIME_STEP_KINDS):
         events = events.with_time_steps(time_steps_per_call(load_events(shapes_path)))
     return events

@@ -230,6 +230,9 @@ def warm_reading(model: Any, mode: str, trace_paths: Sequence[Path], replay: Rep
     ``replay``'s watched ops."""
     runs = replayed_profiles(model, mode, trace_paths, replay)
     sessions = [
-        overhead_events_of_trace(run.trace_path).only(timesplit.kept(run.samples)).less(timesplit.blocked_us(run.samples)) for run in runs
+        overhead_events_of_trace(run.trace_path, timed_ms=run.steps.times_ms)
+        .only(timesplit.kept(run.samples))
+        .less(timesplit.blocked_us(run.samples))
+        for run in runs
     ]
     return Warm(min(sessions, key=lambda events: events.least_gap_us), time_steps_of_calls(replay.inputs))

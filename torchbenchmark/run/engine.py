@@ -275,7 +275,7 @@ def analyse(spec: CaseSpec, measured: Measured, out_dir: Path, meta: ModelMeta) 
     title = f"{meta.name} {spec.mode} {spec.device}"
     write_atomic(light_run.trace_path.parent / outdir.top_ops_name(outdir.spec_stem(spec)), render_top_ops(title, light))
     steps = measured.characterisation.steps
-    events = overhead_events_of_trace(light_run.trace_path, shapes_path=detailed.trace_path if detailed else None)
+    events = overhead_events_of_trace(light_run.trace_path, detailed.trace_path if detailed else None, light_run.steps.times_ms)
     warm, diverged = replay.trusted(measured.warm, events.mean_events("call"))
     if detailed is None and warm is not None:  # the light trace has no shapes: the replay saw the RNN calls' inputs
         events = events.with_time_steps(warm.time_steps)
