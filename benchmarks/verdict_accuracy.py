@@ -5,10 +5,11 @@
     python benchmarks/verdict_accuracy.py --reprice DIR/results.json
     python benchmarks/verdict_accuracy.py --explain DIR/results.json [--threads 2]
 
-``--reprice`` prices the light traces a run kept again, with a fresh calibration and the current
-pricing, against the truth that run measured: a change to the pricing is checked in seconds.
-``--explain`` breaks each estimate of a run down (events by kind, the Python gap real and replayed)
-beside the twin's own Python gap, read from the twin's kept trace: where an estimate's error comes from.
+``--reprice`` prices the events a run kept again (as the tool read them from its light trace), with a
+fresh calibration and the current pricing, against the truth that run measured: a change to the pricing
+is checked in seconds. ``--explain`` breaks each estimate of a run down (events by kind, the Python gap
+real and replayed) beside the twin's own Python gap, read from the twin's kept trace: where an estimate's
+error comes from. Both take ``--threads`` as the run did: an RNN layer is priced at them.
 
 For each case the tool's estimate comes from ``collect_diagnostics`` (both profiles, as the command line
 takes them: the detailed one's shapes give an LSTM call's time steps), then the truth is measured on the
@@ -50,11 +51,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository r
 from benchmarks import estimate_ablation
 from benchmarks._report import interleaved, record
 from torchbenchmark.analyze import pricing
-from torchbenchmark.analyze.overhead import EVENT_KINDS, PRICED_KINDS, OverheadEvents, overhead_events_of_trace
+from torchbenchmark.analyze.overhead import EVENT_KINDS, PRICED_KINDS, SETUP_OPS, OverheadEvents, overhead_events_of_trace
 from torchbenchmark.analyze.steps import summarize_trace
 from torchbenchmark.analyze.verdict import borderline, verdict
 from torchbenchmark.api import collect_diagnostics
-from torchbenchmark.measure.calibration import calibrate
+from torchbenchmark.measure.calibration import calibrate, with_rnn_prices
 from torchbenchmark.measure.harness import StepTimer, timed_call
 from torchbenchmark.measure.profiling import run_profile
 from torchbenchmark.measure.steady import steady_process
@@ -63,6 +64,7 @@ from torchbenchmark.registry import meta_of, model_class
 from torchbenchmark.results.spec import Budget
 
 FACTOR = 1.5
+RNN_KINDS = tuple(kind for kind in SETUP_OPS.values() if kind.startswith("rnn"))
 ROUND_S = 0.3  # time each variant runs per round
 BUDGET = Budget(warmup_s=2.0, measure_s=1.0)
 
@@ -124,9 +126,10 @@ def step_ms(model: Any, mode: str, steps: int) -> float:
     return min(timer.inner_ns()) / 1e6
 
 
-def ops_per_step(model: Any, mode: str, trace_path: Path) -> float:
+def ops_per_step(model: Any, mode: str, trace_path: Path) -> tuple[float, tuple[float, ...]]:
+    """A light profile's ops per step, and its steps as their timer read them (where each step's gaps end)."""
     run = run_profile(model, mode, torch.device("cpu"), "light", 5, trace_path)
-    return summarize_trace(run.trace_path).ops_per_step
+    return summarize_trace(run.trace_path).ops_per_step, run.steps.times_ms
 
 
 def timer_for(model: Any, mode: str) -> Callable[[], float]:
@@ -156,7 +159,8 @@ def measure(case: Case, rounds: int, out_dir: Path, detailed: bool = True) -> di
     figures = interleaved(variants, rounds)
     real_ms = statistics.median(figures["real"])
     twin_trace = out_dir / tool.model / f"{case.mode}-twin-bs1.pt.trace.json.gz"
-    ops_ratio = tool.dispatch.ops_per_step / ops_per_step(twin, case.mode, twin_trace)
+    twin_ops, twin_steps_ms = ops_per_step(twin, case.mode, twin_trace)
+    ops_ratio = tool.dispatch.ops_per_step / twin_ops
     twin_share = statistics.median(t * ops_ratio / r for t, r in zip(figures["twin"], figures["real"]))
     d = tool.dispatch
     overhead_us = d.overhead_fraction_uncapped * tool.step_time.median_ms * 1e3
@@ -175,7 +179,7 @@ def measure(case: Case, rounds: int, out_dir: Path, detailed: bool = True) -> di
         "real iqr ms": tool.step_time.iqr_ms, "tool ms": tool.step_time.median_ms,
         "trace": str(out_dir / tool.traces.light),
         "detailed trace": str(out_dir / tool.traces.detailed) if tool.traces.detailed else None,
-        "twin trace": str(twin_trace), "twin ms": statistics.median(figures["twin"]),
+        "twin trace": str(twin_trace), "twin ms": statistics.median(figures["twin"]), "twin trace steps ms": twin_steps_ms,
         "warm gap": d.warm_gap_us, "batch at 50%": crossovers[0], "batch at 20%": crossovers[1],
     }  # fmt: skip
 
@@ -246,12 +250,30 @@ def estimate_again(events: OverheadEvents, row: dict[str, Any], calibration: pri
     return pricing.estimate(events, calibration, row["tool ms"], row["real iqr ms"], replayed)
 
 
+def kept_events(row: dict[str, Any]) -> OverheadEvents:
+    """The events a row's estimate was made from, as the tool read them (each step's gaps ending where its
+    clock did: ``estimate_ablation.INPUTS``); for a run that kept none, its light trace read again."""
+    path = Path(row["trace"]).parent.parent / estimate_ablation.INPUTS
+    if path.exists():
+        with path.open("rb") as file:
+            return pickle.load(file)["args"][0]
+    return overhead_events_of_trace(row["trace"], row.get("detailed trace"))
+
+
+def priced_for(row: dict[str, Any], events: OverheadEvents, calibration: pricing.Calibration) -> pricing.Calibration:
+    """``calibration``, with an RNN layer priced where the row's step calls one, as the tool prices it."""
+    if not any(events.mean_events(kind) for kind in RNN_KINDS):
+        return calibration
+    return with_rnn_prices(calibration, torch.device("cpu"), train=row["case"].split()[1] == "train")
+
+
 def reprice(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each row's estimate again from its kept light trace, priced with a calibration taken now."""
+    """Each row's estimate again from the events its run kept, priced with a calibration taken now."""
     calibration = calibrate(torch.device("cpu"))
     repriced = []
     for row in rows:
-        priced = estimate_again(overhead_events_of_trace(row["trace"], row.get("detailed trace")), row, calibration)
+        events = kept_events(row)
+        priced = estimate_again(events, row, priced_for(row, events, calibration))
         same_step = priced.overhead_us / (row["real ms"] * 1e3)
         repriced.append(dict(
             row, tool=priced.fraction, interval=priced.interval, borderline=borderline(priced.interval),
@@ -266,14 +288,14 @@ def explain(rows: list[dict[str, Any]]) -> str:
     The twin's trace is read as the real one is: its least Python gap per step is what the glue between
     the same ops costs with next to no data, beside the gap of the real step and of the step replayed.
     """
-    calibration = calibrate(torch.device("cpu"))
-    prices, table = calibration.prices, []
+    calibration, table = calibrate(torch.device("cpu")), []
     for row in rows:
-        real = overhead_events_of_trace(row["trace"], row.get("detailed trace"))
+        real = kept_events(row)
         mode = row["case"].split()[1]  # results written before the twin's trace was recorded: it sits beside the real one
         twin_path = row.get("twin trace") or str(Path(row["trace"]).with_name(f"{mode}-twin-bs1.pt.trace.json.gz"))
-        twin = overhead_events_of_trace(twin_path)
-        priced = estimate_again(real, row, calibration)
+        twin = overhead_events_of_trace(twin_path, timed_ms=row.get("twin trace steps ms", ()))
+        row_calibration = priced_for(row, real, calibration)
+        prices, priced = row_calibration.prices, estimate_again(real, row, row_calibration)
         events = {kind: priced.events_per_step[kind] * prices.of(kind) for kind in EVENT_KINDS}
         events["set-up"] = sum(priced.events_per_step[kind] * prices.of(kind) for kind in PRICED_KINDS if kind not in EVENT_KINDS)
         # The same events with the Python gap the twin shows: what the pricing gives with the gap read right.
