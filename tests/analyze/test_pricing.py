@@ -68,17 +68,23 @@ def test_estimate_is_uncapped_and_never_counts_negative_python() -> None:
         pricing.estimate(_events(1, 0, 0, (0.0,)), calibration, step_ms=0.0)
 
 
-def test_interval_spans_the_repeats_prices_the_gaps_and_the_step_iqr() -> None:
-    dear = dataclasses.replace(PRICES, call_us=1.2)
-    calibration = pricing.Calibration(repeats=(PRICES, PRICES, dear))
-    # Gaps of 50, 100 and 150 us per step; 100 calls hold 50 us of them.
-    events = _events(100, 0, 0, (50.0, 100.0, 150.0))
-    priced = pricing.estimate(events, calibration, step_ms=1.0, step_iqr_ms=0.2, replayed=events)
-    assert priced.fraction == pytest.approx((100 * 1.0 + 0) / 1000)  # median prices, least gap
+def test_interval_brackets_the_ops_prices_the_glue_warm_and_cold_and_the_step_iqr() -> None:
+    ranged = dataclasses.replace(PRICES, call_least_us=0.8, call_most_us=1.5, nested_least_us=0.2, nested_most_us=0.4)
+    dear = dataclasses.replace(ranged, call_us=1.2, call_most_us=1.6)
+    calibration = pricing.Calibration(repeats=(ranged, ranged, dear))
+    # Replayed, the glue runs warm: gaps of 60 and 80 us a step; in the real steps, after the arithmetic, 90 and
+    # 200. 100 calls hold 50 us of either.
+    real, replayed = _events(100, 10, 0, (200.0, 90.0)), _events(100, 10, 0, (60.0, 80.0))
+    priced = pricing.estimate(real, calibration, step_ms=1.0, step_iqr_ms=0.2, replayed=replayed)
+    assert priced.fraction == pytest.approx((100 * 1.0 + 10 * 0.25 + 10) / 1000)  # median prices, least replayed gap
     low, high = priced.interval
-    assert low == pytest.approx(100 * 1.0 / 1100)  # cheapest repeat, least gap, slow quartile of the step
-    assert high == pytest.approx((100 * 1.2 + 50) / 900)  # dearest repeat, median gap, fast quartile
-    assert not verdict.borderline(priced.interval)
+    assert low == pytest.approx((100 * 0.8 + 10 * 0.2 + 10) / 1100)  # cheapest ops, the glue warm, the slow quartile
+    assert high == pytest.approx((100 * 1.6 + 10 * 0.4 + 40) / 900)  # dearest ops, the real step's least gap, the fast one
+    assert low < priced.fraction < high
+    # Where the real steps' glue ran no slower than replayed, the replayed gap is the top's too.
+    assert pricing.estimate(replayed, calibration, step_ms=1.0, replayed=real).interval[1] == pytest.approx(
+        (100 * 1.6 + 10 * 0.4 + 40) / 1000
+    )
     wide = _events(150, 0, 0, (75.0, 175.0))
     straddling = pricing.estimate(wide, calibration, step_ms=1.0, replayed=wide)
     assert straddling.interval[0] < verdict.COMPUTE_BOUND_BELOW <= straddling.interval[1]
@@ -131,6 +137,27 @@ def test_prices_from_timings_recover_known_per_event_prices() -> None:
     assert prices.nested_us == pytest.approx(nested)
     assert prices.autograd_us == pytest.approx(autograd)
     assert prices.call_gap_us == pytest.approx((0.8 + 1.0 + 1.2) / 3)  # each call's gap over the bare loop's
+    # One op of each kind costs the same here: the cheapest and the dearest are the price.
+    assert (prices.call_least_us, prices.call_most_us) == (pytest.approx(call), pytest.approx(call))
+    assert (prices.nested_least_us, prices.nested_most_us) == (pytest.approx(nested), pytest.approx(nested))
+
+
+def test_the_cheapest_and_the_dearest_op_of_a_kind_are_the_intervals_prices() -> None:
+    """Ops of one kind do not cost alike (a view less than a cat): the interval's ends price at either end."""
+    workloads = [_workload("loop", 0), _workload("view", 1), _workload("add", 1), _workload("cat", 1)]
+    workloads += [
+        _workload("relu", 1, 1),
+        _workload("mul_scalar", 1, 4),
+        _workload("backward_1", 3, 6, 10),
+        _workload("backward_8", 10, 6, 31),
+    ]
+    costs = {"loop": 0.0, "view": 0.6, "add": 0.7, "cat": 0.9, "relu": 0.8, "mul_scalar": 1.9, "backward_1": 10.0, "backward_8": 30.0}
+    prices = pricing.prices_from_timings(workloads, costs)
+    assert prices.call_us == pytest.approx(0.7) and (prices.call_least_us, prices.call_most_us) == (pytest.approx(0.6), pytest.approx(0.9))
+    # Nested, beyond the median call: relu's one at 0.1, mul_scalar's four at 0.3; pooled, 1.3 over 5.
+    assert prices.nested_us == pytest.approx(1.3 / 5)
+    assert (prices.nested_least_us, prices.nested_most_us) == (pytest.approx(0.1), pytest.approx(0.3))
+    assert prices.at("most").call_us == pytest.approx(0.9) and prices.at("least").nested_us == pytest.approx(0.1)
 
 
 def test_a_backward_whose_nodes_ran_on_another_thread_prices_them_at_nothing() -> None:

@@ -23,8 +23,10 @@ difference between a deep and a shallow backward (the engine's fixed entry cost 
 convolution's set-up from a loop of one, and an RNN layer's set-up and time step from loops over 1 and
 ``RNN_TIME_STEPS`` time steps.
 
-The interval spans each calibration repeat's prices, the gap from its least to the median step's, and the
-step time's interquartile range.
+The interval brackets the same sum by what was measured on each side of it: at its low end each kind of
+op at the cheapest op of its kind the calibration timed and the replayed gap (the glue warm); at its top
+each at the dearest and the real steps' gap where that is the larger (the glue as it ran, its caches cold
+after the arithmetic); each over the calibration's repeats, and over the step time's interquartile range.
 
 ``--scaling`` adds a second, independent bound: the step time fitted as a line over batch sizes; its
 intercept's share of the step bounds the overhead's from above. With the line it also gives where the
@@ -68,6 +70,12 @@ class Prices:
     nested_us: float
     autograd_us: float
     call_gap_us: float  # Python gap per top-level call of a bare loop under the light profiler, loop excluded
+    # The cheapest and the dearest op of each kind the calibration timed (None: the price itself): how far a
+    # model's ops, which are not the calibration's, may cost from the median op. The interval's ends.
+    call_least_us: float | None = None
+    call_most_us: float | None = None
+    nested_least_us: float | None = None
+    nested_most_us: float | None = None
     # An RNN layer call beyond its events' dispatch: its set-up, and each time step it runs at nil width;
     # 0 where LSTMs do not run on oneDNN.
     rnn_us: float = 0.0
@@ -76,8 +84,19 @@ class Prices:
     rnn_backward_step_us: float = 0.0
     conv_us: float = 0.0  # a oneDNN convolution's primitive, built on every call; 0 where none runs on oneDNN
 
+    def __post_init__(self) -> None:
+        for kind in ("call", "nested"):
+            for end in ("least", "most"):
+                if getattr(self, f"{kind}_{end}_us") is None:
+                    object.__setattr__(self, f"{kind}_{end}_us", self.of(kind))
+
     def of(self, kind: str) -> float:
         return float(getattr(self, f"{kind}_us"))
+
+    def at(self, end: str) -> Prices:
+        """These prices with a call and a nested op at the cheapest (``end`` "least") or dearest ("most") op of the
+        calibration's: one end of the interval."""
+        return dataclasses.replace(self, call_us=getattr(self, f"call_{end}_us"), nested_us=getattr(self, f"nested_{end}_us"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,8 +133,10 @@ def prices_from_timings(workloads: Sequence[Counted], cost_us: Mapping[str, floa
     forward = [w for w in workloads if w.name != "loop" and not w.name.startswith("backward") and not _builds(w)]
     flat = [w for w in forward if w.events["nested"] == 0 and w.events["call"] > 0]
     nesting = [w for w in forward if w.events["nested"] > 0]
-    call_us = statistics.median(net[w.name] / w.events["call"] for w in flat)
+    calls = [net[w.name] / w.events["call"] for w in flat]
+    call_us = statistics.median(calls)
     nested_us = max(0.0, sum(net[w.name] - w.events["call"] * call_us for w in nesting) / sum(w.events["nested"] for w in nesting))
+    nests = [max(0.0, net[w.name] - w.events["call"] * call_us) / w.events["nested"] for w in nesting]
     deep, shallow = by_name["backward_8"], by_name["backward_1"]
     delta = {kind: deep.events[kind] - shallow.events[kind] for kind in EVENT_KINDS}
     # On a GPU the autograd engine runs a backward's nodes on the device's own thread: the calling thread,
@@ -124,7 +145,7 @@ def prices_from_timings(workloads: Sequence[Counted], cost_us: Mapping[str, floa
     autograd_us = max(0.0, engine_us / delta["autograd"]) if delta["autograd"] else 0.0
     loop_gap = by_name["loop"].gap_us
     call_gap_us = statistics.median(max(0.0, w.gap_us - loop_gap) / w.events["call"] for w in forward)
-    prices = Prices(call_us=call_us, nested_us=nested_us, autograd_us=autograd_us, call_gap_us=call_gap_us)
+    prices = Prices(call_us, nested_us, autograd_us, call_gap_us, min(calls), max(calls), min(nests), max(nests))
     conv = by_name.get("conv")
     if conv is not None and conv.events.get("conv") and "conv" in net:
         dispatch_us = sum(conv.events[kind] * prices.of(kind) for kind in EVENT_KINDS)
@@ -209,8 +230,9 @@ def estimate(
     run warm. Without them the gap is the real step's, which holds the slowness the arithmetic leaves behind:
     the interval's low end then counts the ops alone.
 
-    The gap is each gap's least over the steps (preemption only adds to a gap); the interval's top takes
-    the median step's gap. The interval spans the calibration's repeats and the step time's interquartile range.
+    The gap is each gap's least over the steps (preemption only adds to a gap). The interval (see the module's
+    docstring) prices at the calibration's cheapest and dearest ops, from the replayed gap to the real one,
+    over the calibration's repeats and the step time's interquartile range.
     """
     if step_ms <= 0:
         raise ValueError("step time must be positive")
@@ -219,8 +241,8 @@ def estimate(
     overhead_us, python_us = _overhead_us(per_step, gaps.least_gap_us, calibration.prices)
     terms_us = {kind: per_step[kind] * calibration.prices.of(kind) for kind in PRICED_KINDS if per_step[kind]} | {"python": python_us}
     low_gap = gaps.least_gap_us if replayed is not None else 0.0
-    low_us = min(_overhead_us(per_step, low_gap, p)[0] for p in calibration.repeats)
-    high_us = max(_overhead_us(per_step, max(gaps.least_gap_us, gaps.median_python_gap_us), p)[0] for p in calibration.repeats)
+    low_us = min(_overhead_us(per_step, low_gap, p.at("least"))[0] for p in calibration.repeats)
+    high_us = max(_overhead_us(per_step, max(gaps.least_gap_us, events.least_gap_us), p.at("most"))[0] for p in calibration.repeats)
     step_low_ms, step_high_ms = max(step_ms - step_iqr_ms / 2, step_ms / 2), step_ms + step_iqr_ms / 2
     interval = (low_us / (step_high_ms * 1e3), high_us / (step_low_ms * 1e3))
     return Estimate(per_step, python_us, overhead_us, overhead_us / (step_ms * 1e3), interval, terms_us)
