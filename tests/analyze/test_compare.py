@@ -899,6 +899,16 @@ def test_the_drift_is_the_median_case_s_geometric_mean_of_its_prices_ratios() ->
     assert calibration_drift(cases) == pytest.approx(1.2)  # one case's calibration disturbed does not move it
 
 
+def test_the_drift_reads_no_end_of_the_interval() -> None:
+    """The cheapest nested op's price is a residual of some tens of ns: between two processes of one machine it
+    read 0.55 to 1.33 times itself, and would have moved a case's drift by up to 12%."""
+    ends = {"call_least_us": 0.58, "call_most_us": 0.87, "nested_least_us": 0.06, "nested_most_us": 0.3}
+    base = dataclasses.replace(priced(A), dispatch=Dispatch("compute-bound", 0.1, 10, 1, 1, prices_us={**PRICES, **ends}))
+    moved = {**PRICES, **ends, "nested_least_us": 0.033}
+    new = dataclasses.replace(priced(A), dispatch=Dispatch("compute-bound", 0.1, 10, 1, 1, prices_us=moved))
+    assert compare(side(base), side(new)).calibration_drift == pytest.approx(1.0)
+
+
 def test_a_case_is_held_to_the_drift_its_own_processes_measured_not_the_runs_median() -> None:
     """Figures of an A-A pair beside a CPU hog: the eval case's sweep ran while the machine was 6.7% slower (its
     calibration that much dearer), the train case's while it was 6.3% faster; the runs' median drift is nil."""

@@ -27,6 +27,7 @@ from torchbenchmark.analyze.counts import (
 )
 from torchbenchmark.analyze.opdiff import OpDiff, TraceOps, op_diff, read_trace_ops
 from torchbenchmark.analyze.overhead import EVENT_KINDS
+from torchbenchmark.analyze.pricing import INTERVAL_ENDS
 from torchbenchmark.analyze.ratios import PROCESS_NOISE_FLOOR, RatioEstimate, calibration_drift, run_noise
 from torchbenchmark.analyze.walltime import INCONCLUSIVE_BEYOND, Between, process_medians, row_verdict, wall_time
 from torchbenchmark.results.codec import encode
@@ -249,7 +250,12 @@ def _drift(base: Summary, new: Summary, rows: list[tuple[CaseResult, CaseResult]
     if not alike or base.environment.get("torch") != new.environment.get("torch"):
         return None
     prices = [(b.dispatch.prices_us, n.dispatch.prices_us) for b, n in rows if b.device == "cpu" and b.dispatch and n.dispatch]
-    return calibration_drift([(b, n) for b, n in prices if b and n])
+    return calibration_drift([(_pace(b), _pace(n)) for b, n in prices if b and n])
+
+
+def _pace(prices_us: dict[str, float]) -> dict[str, float]:
+    """A row's prices that measure the machine's pace: not the interval's ends (``pricing.INTERVAL_ENDS``)."""
+    return {name: price for name, price in prices_us.items() if name not in INTERVAL_ENDS}
 
 
 def _run_notes(base: Summary, new: Summary, noise: float | None, drift: float | None) -> list[str]:

@@ -61,6 +61,10 @@ SCALING_DIVISORS = (2, 4, 8)
 AGREEMENT_ABOVE = 1.25
 AGREEMENT_BELOW = 1 / 3
 
+# The prices that are an end of the interval: the calibration's extremes, one op each (the cheapest nested op
+# a residual of some tens of ns), no measure of the machine's pace (``analyze.compare``'s drift).
+INTERVAL_ENDS = ("call_least_us", "call_most_us", "nested_least_us", "nested_most_us")
+
 
 @dataclasses.dataclass(frozen=True)
 class Prices:
@@ -85,10 +89,9 @@ class Prices:
     conv_us: float = 0.0  # a oneDNN convolution's primitive, built on every call; 0 where none runs on oneDNN
 
     def __post_init__(self) -> None:
-        for kind in ("call", "nested"):
-            for end in ("least", "most"):
-                if getattr(self, f"{kind}_{end}_us") is None:
-                    object.__setattr__(self, f"{kind}_{end}_us", self.of(kind))
+        for name in INTERVAL_ENDS:
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, self.of(name.split("_")[0]))
 
     def of(self, kind: str) -> float:
         return float(getattr(self, f"{kind}_us"))
