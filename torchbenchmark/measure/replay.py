@@ -6,7 +6,9 @@ arithmetic's doing, and the overhead estimate must not count it. ``Replay``, a `
 computes each (aten op, argument layout) once; after that it hands back what it returned, or the
 argument the op wrote in place, without running a kernel. Under it the step runs its own Python, module
 calls, bindings, autograd bookkeeping and dispatch, as it does for real, but no kernel runs long enough
-to evict anything: the Python gap of a replayed step is the step's glue run warm.
+to evict anything: the Python gap of a replayed step is the step's glue run warm. Its ``record_function``
+ranges (the phases, the profiler's steps) open and close past the mode (``ranges_past_modes``), as they
+do in the real step: through it, a phase's end alone put some 5 µs of the mode's Python in the gaps.
 
 The estimate takes the replayed step's gap as the step's Python (``analyze.pricing``). It is taken on a CPU,
 in eager mode, for a step whose outputs fit in ``MAX_BYTES``: a compiled graph calls its kernels past the
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.autograd.profiler import record_function
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
@@ -178,6 +181,28 @@ def watchdog(seconds: float) -> Iterator[None]:
                 pass
 
 
+@contextlib.contextmanager
+def ranges_past_modes() -> Iterator[None]:
+    """Every ``record_function`` range (a step's phases, the profiler's own steps) opened and closed past any
+    dispatch mode. Its enter and exit are ops: under the replay each would reach the mode's Python, which
+    the profiler times in the step's gaps (about 5 µs at a phase's end), where the real step has no mode."""
+    enter, leave = record_function.__enter__, record_function.__exit__
+
+    def enter_past(self: record_function) -> record_function:
+        with torch._C._DisableTorchDispatch():
+            return enter(self)
+
+    def leave_past(self: record_function, *exc_info: Any) -> Any:
+        with torch._C._DisableTorchDispatch():
+            return leave(self, *exc_info)
+
+    record_function.__enter__, record_function.__exit__ = enter_past, leave_past  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        record_function.__enter__, record_function.__exit__ = enter, leave  # type: ignore[method-assign]
+
+
 def deadline_s(step_ms: float, sessions: int) -> float:
     """How long a replay of a step of median ``step_ms`` in ``sessions`` sessions may take: as long as its steps
     would take for real, the sessions' spacing, and ``DEADLINE_S`` more."""
@@ -198,7 +223,7 @@ def replayed_profiles(model: Any, mode: str, trace_paths: Sequence[Path], replay
         for path in trace_paths:
             if runs:
                 time.sleep(max(0.0, SPACING_S - runs[-1].profile_s))
-            with replay:
+            with replay, ranges_past_modes():
                 runs.append(run_profile(model, mode, torch.device("cpu"), "light", max(LEAST_STEPS, min(MOST_STEPS, fit)), path))
         return runs
     finally:
