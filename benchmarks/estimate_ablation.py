@@ -68,7 +68,7 @@ PARTS = {
 
 def rebuild(inputs: dict[str, Any], without: frozenset[str] = frozenset()) -> pricing.Estimate:
     """The estimate made again from ``inputs`` (``capture``), with the parts named in ``without`` taken out."""
-    events, calibration, step_ms, iqr_ms, replayed = inputs["args"]
+    events, calibration, step_ms, *_, replayed = inputs["args"]  # a run kept before 2026-12-05 also kept the step's IQR
     if "replay" in without:
         replayed = None
     if "least by position" in without:
@@ -76,7 +76,7 @@ def rebuild(inputs: dict[str, Any], without: frozenset[str] = frozenset()) -> pr
         replayed = replayed and dataclasses.replace(replayed, least_python_gap_us=None)
     if "argument parsing" in without:
         calibration = pricing.Calibration(tuple(dataclasses.replace(p, call_gap_us=0.0) for p in calibration.repeats))
-    return pricing.estimate(events, calibration, step_ms, iqr_ms, replayed)
+    return pricing.estimate(events, calibration, step_ms, replayed)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -260,7 +260,7 @@ def render(rows: list[dict[str, Any]], decode: bool = False) -> str:
 def estimate_again(events: OverheadEvents, row: dict[str, Any], calibration: pricing.Calibration) -> pricing.Estimate:
     """A row's estimate from ``events`` of its kept trace, with the replayed gap its run measured."""
     replayed = None if row.get("warm gap") is None else OverheadEvents(({},), (row["warm gap"],))
-    return pricing.estimate(events, calibration, row["tool ms"], row["real iqr ms"], replayed)
+    return pricing.estimate(events, calibration, row["tool ms"], replayed)
 
 
 def kept_events(row: dict[str, Any]) -> OverheadEvents:

@@ -26,7 +26,8 @@ convolution's set-up from a loop of one, and an RNN layer's set-up and time step
 The interval brackets the same sum by what was measured on each side of it: at its low end each kind of
 op at the cheapest op of its kind the calibration timed and the replayed gap (the glue warm); at its top
 each at the dearest and the real steps' gap where that is the larger (the glue as it ran, its caches cold
-after the arithmetic); each over the calibration's repeats, and over the step time's interquartile range.
+after the arithmetic); each over the calibration's repeats. It is a share of the median step, as the
+estimate is: how far single steps spread about it is no uncertainty of the overhead's.
 
 ``--scaling`` adds a second, independent bound: the step time fitted as a line over batch sizes; its
 intercept's share of the step bounds the overhead's from above. With the line it also gives where the
@@ -225,9 +226,7 @@ def _overhead_us(events: Mapping[str, float], gap_us: float, prices: Prices) -> 
     return sum(events[kind] * prices.of(kind) for kind in PRICED_KINDS) + python_us, python_us
 
 
-def estimate(
-    events: OverheadEvents, calibration: Calibration, step_ms: float, step_iqr_ms: float = 0.0, replayed: OverheadEvents | None = None
-) -> Estimate:
+def estimate(events: OverheadEvents, calibration: Calibration, step_ms: float, replayed: OverheadEvents | None = None) -> Estimate:
     """The overhead share of a step of median ``step_ms`` whose light trace gave ``events``; ``replayed``: the
     events of the same step replayed with no kernel run (``measure.replay``), whose gaps are the step's Python
     run warm. Without them the gap is the real step's, which holds the slowness the arithmetic leaves behind:
@@ -235,7 +234,7 @@ def estimate(
 
     The gap is each gap's least over the steps (preemption only adds to a gap). The interval (see the module's
     docstring) prices at the calibration's cheapest and dearest ops, from the replayed gap to the real one,
-    over the calibration's repeats and the step time's interquartile range.
+    over the calibration's repeats.
     """
     if step_ms <= 0:
         raise ValueError("step time must be positive")
@@ -246,8 +245,7 @@ def estimate(
     low_gap = gaps.least_gap_us if replayed is not None else 0.0
     low_us = min(_overhead_us(per_step, low_gap, p.at("least"))[0] for p in calibration.repeats)
     high_us = max(_overhead_us(per_step, max(gaps.least_gap_us, events.least_gap_us), p.at("most"))[0] for p in calibration.repeats)
-    step_low_ms, step_high_ms = max(step_ms - step_iqr_ms / 2, step_ms / 2), step_ms + step_iqr_ms / 2
-    interval = (low_us / (step_high_ms * 1e3), high_us / (step_low_ms * 1e3))
+    interval = (low_us / (step_ms * 1e3), high_us / (step_ms * 1e3))
     return Estimate(per_step, python_us, overhead_us, overhead_us / (step_ms * 1e3), interval, terms_us)
 
 

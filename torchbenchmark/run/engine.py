@@ -283,7 +283,7 @@ def analyse(spec: CaseSpec, measured: Measured, out_dir: Path, meta: ModelMeta) 
     events = events.only(timesplit.kept(light_run.samples))
     events = events if on_gpu else events.less(timesplit.blocked_us(light_run.samples))
     replayed = None if warm is None else warm.events
-    priced = pricing.estimate(events, measured.calibration, steps.median_ms, steps.iqr_ms, replayed)
+    priced = pricing.estimate(events, measured.calibration, steps.median_ms, replayed)
     fraction, interval, judged = priced.fraction, priced.interval, verdict.verdict(priced.fraction)
     split = time_split_of(measured)
     if not on_gpu and split is not None and split.blocked_pct >= timesplit.BLOCKED_AT_PCT:
