@@ -295,9 +295,12 @@ def test_calibration_gives_a_price_per_kind_per_repeat() -> None:
     assert all(value >= 0 for value in dataclasses.asdict(prices).values())
     assert prices.call_us > 0
     # oneDNN's RNN layer sets up for tens of µs a call at nil width (measured 34 forward, 96 backward,
-    # against 0.8 for a call): the premise of pricing it, for a train step that calls one.
+    # against 0.8 for a call): the premise of pricing it, for a train step that calls one. A forward time
+    # step costs about 0.3 µs, 10 a call over the long loop; a backward one is too small to resolve in 100
+    # calls beside the rest of the suite (it read 0.0), so only its sign is held.
     rnn = calibrating.with_rnn_prices(calibration, torch.device("cpu"), train=True, calls=100, profiled_calls=20).prices
-    assert rnn.rnn_us > 10 * rnn.call_us and rnn.rnn_backward_us > rnn.rnn_us and rnn.rnn_backward_step_us > 0, rnn
+    assert rnn.rnn_us > 10 * rnn.call_us and rnn.rnn_backward_us > rnn.rnn_us and rnn.rnn_step_us > 0, rnn
+    assert all(value >= 0 for value in dataclasses.asdict(rnn).values()), rnn
     # A oneDNN convolution builds its primitive for 130 to 170 µs at any shape (measured): a price of its own.
     assert prices.conv_us > 20 * prices.call_us, prices
 
