@@ -33,9 +33,6 @@ RNN_OP = "aten::mkldnn_rnn_layer"  # its backward's name begins with it too
 TIME_STEP_KINDS = {kind: f"{kind}_step" for kind in ("rnn", "rnn_backward")}  # the set-up kinds that step through time
 PRICED_KINDS = EVENT_KINDS + SETUP_KINDS + tuple(TIME_STEP_KINDS.values())
 AUTOGRAD_NODE_PREFIX = "autograd::engine::evaluate_function"
-# A dispatch mode's own range: at the top level, the mode's Python handling an op the profiler does not show
-# (a ``record_function``'s enter and exit), no op call of the model's. Its time is no gap of the step's either.
-MODE_RANGE = "PythonDispatchMode"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,8 +119,6 @@ def _step(ops: Sequence[Event], start: float, end: float) -> tuple[dict[str, flo
         is_node = name.startswith(AUTOGRAD_NODE_PREFIX)
         if parent is None:
             tops.append((*span(op), is_node))
-            if name == MODE_RANGE:
-                continue
         count["autograd" if is_node else "nested" if parent is not None else "call"] += 1
         if name in SETUP_OPS:
             count[SETUP_OPS[name]] += 1
