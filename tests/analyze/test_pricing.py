@@ -143,21 +143,28 @@ def test_prices_from_timings_recover_known_per_event_prices() -> None:
 
 
 def test_the_cheapest_and_the_dearest_op_of_a_kind_are_the_intervals_prices() -> None:
-    """Ops of one kind do not cost alike (a view less than a cat): the interval's ends price at either end."""
-    workloads = [_workload("loop", 0), _workload("view", 1), _workload("add", 1), _workload("cat", 1)]
+    """Ops of one kind do not cost alike (a view less than a cat): the interval's ends price at either end. A
+    call's end is the op whose price less the gap it leaves is least (most), with its own gap: the Python
+    that parses a call's arguments is in both."""
+    workloads = [_workload("loop", 0, gap_us=0.1), _workload("view", 1, gap_us=0.4), _workload("add", 1, gap_us=0.7)]
     workloads += [
-        _workload("relu", 1, 1),
-        _workload("mul_scalar", 1, 4),
+        _workload("cat", 1, gap_us=0.8),
+        _workload("relu", 1, 1, gap_us=0.7),
+        _workload("mul_scalar", 1, 4, gap_us=0.7),
         _workload("backward_1", 3, 6, 10),
         _workload("backward_8", 10, 6, 31),
     ]
     costs = {"loop": 0.0, "view": 0.6, "add": 0.7, "cat": 0.9, "relu": 0.8, "mul_scalar": 1.9, "backward_1": 10.0, "backward_8": 30.0}
     prices = pricing.prices_from_timings(workloads, costs)
-    assert prices.call_us == pytest.approx(0.7) and (prices.call_least_us, prices.call_most_us) == (pytest.approx(0.6), pytest.approx(0.9))
+    assert prices.call_us == pytest.approx(0.7)  # the median call
+    # Less the gap each leaves: view 0.6 - 0.3, add 0.7 - 0.6, cat 0.9 - 0.7. The least is add's, the most view's.
+    assert (prices.call_least_us, prices.call_gap_least_us) == (pytest.approx(0.7), pytest.approx(0.6))
+    assert (prices.call_most_us, prices.call_gap_most_us) == (pytest.approx(0.6), pytest.approx(0.3))
     # Nested, beyond the median call: relu's one at 0.1, mul_scalar's four at 0.3; pooled, 1.3 over 5.
     assert prices.nested_us == pytest.approx(1.3 / 5)
     assert (prices.nested_least_us, prices.nested_most_us) == (pytest.approx(0.1), pytest.approx(0.3))
-    assert prices.at("most").call_us == pytest.approx(0.9) and prices.at("least").nested_us == pytest.approx(0.1)
+    most, least = prices.at("most"), prices.at("least")
+    assert (most.call_us, most.call_gap_us, least.nested_us) == (pytest.approx(0.6), pytest.approx(0.3), pytest.approx(0.1))
 
 
 def test_a_backward_whose_nodes_ran_on_another_thread_prices_them_at_nothing() -> None:
