@@ -69,8 +69,9 @@ def test_estimate_is_uncapped_and_never_counts_negative_python() -> None:
 
 
 def test_interval_brackets_the_ops_prices_and_the_glue_warm_and_cold_over_the_median_step() -> None:
-    ranged = dataclasses.replace(PRICES, call_least_us=0.8, call_most_us=1.5, nested_least_us=0.2, nested_most_us=0.4)
-    dear = dataclasses.replace(ranged, call_us=1.2, call_most_us=1.6)
+    ranged = dataclasses.replace(PRICES, call_least_us=0.8, call_most_us=1.6, nested_least_us=0.2, nested_most_us=0.4)
+    # One repeat read under load: preemption only adds, so it is no end of the interval; the median repeat is.
+    dear = dataclasses.replace(ranged, call_us=1.2, call_least_us=1.0, call_most_us=2.4)
     calibration = pricing.Calibration(repeats=(ranged, ranged, dear))
     # Replayed, the glue runs warm: gaps of 60 and 80 us a step; in the real steps, after the arithmetic, 90 and
     # 200. 100 calls hold 50 us of either.
