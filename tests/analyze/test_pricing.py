@@ -92,6 +92,15 @@ def test_interval_brackets_the_ops_prices_and_the_glue_warm_and_cold_over_the_me
     assert verdict.borderline(straddling.interval)
 
 
+def test_the_calibrations_spread_is_the_middle_half_of_its_repeats_call_prices() -> None:
+    """One repeat slowed is no spread (the median stands); a spell that slowed half of them is."""
+    repeats = [dataclasses.replace(PRICES, call_us=us) for us in (0.84, 0.85, 0.85, 0.86, 1.15)]
+    assert pricing.Calibration(tuple(repeats)).spread_pct == pytest.approx(100 * 0.01 / 0.85)
+    loaded = [dataclasses.replace(PRICES, call_us=us) for us in (1.06, 1.11, 1.27, 1.34, 1.34)]
+    assert pricing.Calibration(tuple(loaded)).spread_pct == pytest.approx(100 * (1.34 - 1.11) / 1.27)
+    assert pricing.Calibration((PRICES,)).spread_pct == 0.0
+
+
 def test_without_a_replay_the_real_gap_stands_and_the_low_end_counts_the_ops_alone() -> None:
     calibration = pricing.Calibration(repeats=(PRICES,))
     events = _events(100, 300, 200, (500.0,))

@@ -20,10 +20,12 @@ from torchbenchmark.results.schema import (
     UNTRUSTWORTHY_IQR_FRACTION,
     CaseResult,
     CompileReport,
+    Dispatch,
     Measurement,
     Samples,
     StepTime,
     TimeSplit,
+    Verdict,
     Warmup,
     format_ms,
 )
@@ -204,6 +206,14 @@ def test_steps_that_spread_or_processes_that_disagree_mark_a_row_beside_other_wo
     assert apart.untrustworthy_reasons == ("noisy: processes 35% apart",)
     agree = dataclasses.replace(row(), samples=Samples((100.0, 102.0, 99.0)), time_split=split())
     assert agree.untrustworthy_reasons == ()
+
+
+def test_a_row_whose_calibration_repeats_spread_was_priced_under_load() -> None:
+    """Its prices, not its steps, went through a spell of load: the estimate rests on them."""
+    verdict = Dispatch(verdict=Verdict.MIXED, overhead_fraction=0.3, ops_per_step=10.0, median_op_us=5.0, per_op_overhead_us=0.85)
+    quiet, loaded = (dataclasses.replace(row(), dispatch=dataclasses.replace(verdict, calibration_spread_pct=pct)) for pct in (1.5, 18.0))
+    assert quiet.untrustworthy_reasons == () and dataclasses.replace(row(), dispatch=verdict).untrustworthy_reasons == ()
+    assert loaded.untrustworthy_reasons == ("prices read under load: the calibration's repeats 18% apart",)
 
 
 def test_enough_clean_steps_keep_a_row_unmarked_however_long_the_others_waited() -> None:

@@ -123,6 +123,16 @@ class Calibration:
         fields = dataclasses.fields(Prices)
         return Prices(**{field.name: statistics.median(getattr(p, field.name) for p in self.repeats) for field in fields})
 
+    @property
+    def spread_pct(self) -> float:
+        """How far the middle half of the repeats spread in a call's price, over the median, in %: a spell of load
+        that slowed some of them (a calibration slowed alike throughout shows none)."""
+        calls = [p.call_us for p in self.repeats]
+        if len(calls) < 2 or not statistics.median(calls):
+            return 0.0
+        low, _, high = statistics.quantiles(calls, n=4, method="inclusive")
+        return 100 * (high - low) / statistics.median(calls)
+
 
 @dataclasses.dataclass(frozen=True)
 class Counted:

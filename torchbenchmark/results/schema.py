@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Protocol
 
 from torchbenchmark.results.codec import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, SchemaError, decode_object, json_field
 from torchbenchmark.results.kinds import (
+    CALIBRATION_SPREAD_FRACTION,
     EAGER,
     FAILURES,
     MIN_CLEAN_FRACTION,
@@ -139,6 +140,8 @@ class CaseResult(Record):
             reasons.append(f"noisy: processes {100 * apart:.0f}% apart")
         if self.time_split is not None:
             reasons.extend(self.time_split.contended)
+        if self.dispatch is not None and (self.dispatch.calibration_spread_pct or 0.0) > 100 * CALIBRATION_SPREAD_FRACTION:
+            reasons.append(f"prices read under load: the calibration's repeats {self.dispatch.calibration_spread_pct:.0f}% apart")
         return tuple(reasons)
 
     def headline(self, compact: bool = False) -> str:

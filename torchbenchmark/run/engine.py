@@ -311,6 +311,7 @@ def analyse(spec: CaseSpec, measured: Measured, out_dir: Path, meta: ModelMeta) 
         scaling=scaling,
         scaling_failed=measured.scaling_failed,
         terms_us=None if on_gpu else priced.terms_us,
+        calibration_spread_pct=measured.calibration.spread_pct,
     )
     phases = light.phases_pct if meta.annotated else None
     return Analysed(light, dispatch, Distortion(distortion["light"], distortion.get("detailed")), phases, gpu, priced.overhead_us)
