@@ -68,7 +68,7 @@ def main() -> None:
         ("Chromium console messages", len(console)),
     ]
     table = tabulate(rows, headers=["report.html of the reference run", ""], disable_numparse=True)
-    record("Report page", table, f"Screenshot: {args.screenshot.relative_to(ROOT)}, 1280 x 2000 px.")
+    record("Report page", table, f"Screenshot: {args.screenshot.resolve().relative_to(ROOT)}, 1280 x 2000 px.")
     if console:
         raise SystemExit("console messages:\n" + "\n".join(console))
 
