@@ -16,6 +16,7 @@ from torchbenchmark.analyze import pricing, verdict
 from torchbenchmark.analyze.overhead import PRICED_KINDS, OverheadEvents
 from torchbenchmark.measure import calibration as calibrating
 from torchbenchmark.measure.schedstat import busy_machine
+from torchbenchmark.results.kinds import CALIBRATION_SPREAD_FRACTION
 from torchbenchmark.results.spec import Budget
 
 
@@ -92,13 +93,24 @@ def test_interval_brackets_the_ops_prices_and_the_glue_warm_and_cold_over_the_me
     assert verdict.borderline(straddling.interval)
 
 
-def test_the_calibrations_spread_is_the_middle_half_of_its_repeats_call_prices() -> None:
-    """One repeat slowed is no spread (the median stands); a spell that slowed half of them is."""
-    repeats = [dataclasses.replace(PRICES, call_us=us) for us in (0.84, 0.85, 0.85, 0.86, 1.15)]
-    assert pricing.Calibration(tuple(repeats)).spread_pct == pytest.approx(100 * 0.01 / 0.85)
-    loaded = [dataclasses.replace(PRICES, call_us=us) for us in (1.06, 1.11, 1.27, 1.34, 1.34)]
-    assert pricing.Calibration(tuple(loaded)).spread_pct == pytest.approx(100 * (1.34 - 1.11) / 1.27)
-    assert pricing.Calibration((PRICES,)).spread_pct == 0.0
+def test_the_calibrations_spread_is_how_far_its_median_lies_above_its_lower_quartile() -> None:
+    """A case's calibration is timed at three moments, three repeats each (``measure.calibration.MOMENT_REPEATS``):
+    a spell that slows one moment leaves the median and no mark; one at two moments moves the median, and the
+    spread marks the row. Taken at one moment, a spell that slowed three repeats of five is marked too."""
+    quiet, slowed = (0.84, 0.85, 0.86), (1.0, 1.0, 1.0)
+
+    def calibration(calls: tuple[float, ...]) -> pricing.Calibration:
+        return pricing.Calibration(tuple(dataclasses.replace(PRICES, call_us=us) for us in calls))
+
+    one = calibration(quiet + slowed + quiet)
+    assert one.prices.call_us == 0.86 and one.spread_pct == pytest.approx(100 * 0.01 / 0.86)
+    two = calibration(slowed + quiet + slowed)
+    assert two.prices.call_us == 1.0 and two.spread_pct == pytest.approx(100 * (1.0 - 0.86))
+    loaded = calibration((1.06, 1.11, 1.27, 1.34, 1.34))
+    assert loaded.spread_pct == pytest.approx(100 * (1.27 - 1.11) / 1.27)
+    assert min(two.spread_pct, loaded.spread_pct) > 100 * CALIBRATION_SPREAD_FRACTION > one.spread_pct
+    assert calibration((0.84, 0.85, 0.85, 0.86, 1.15)).spread_pct == 0.0
+    assert calibration((1.0,)).spread_pct == 0.0
 
 
 def test_without_a_replay_the_real_gap_stands_and_the_low_end_counts_the_ops_alone() -> None:

@@ -26,6 +26,7 @@ from torchbenchmark.measure import calibration as dispatch
 from torchbenchmark.measure import harness
 from torchbenchmark.report.summary import note
 from torchbenchmark.results.spec import Budget
+from torchbenchmark.run import engine
 from torchbenchmark.run.case import worker_environment as _worker_environment
 from torchbenchmark.run.failures import OUT_OF_MEMORY_HINT, describe_failure
 from torchbenchmark.run.outdir import stem, trace_name
@@ -255,6 +256,31 @@ def test_a_case_at_two_threads_is_priced_for_two(tmp_path: Path, two_threads: No
     overhead_us = dispatch.overhead_fraction_uncapped * row.step_time.median_ms * 1e3
     assert sum(dispatch.terms_us.values()) == pytest.approx(overhead_us, rel=0.01), dispatch.terms_us
     assert "µs a step = call " in repr(row) and "python" in dispatch.terms_us
+
+
+@pytest.mark.slow
+def test_a_cases_prices_are_timed_before_its_profiles_and_on_each_side_of_its_replay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three moments seconds apart: a spell of load at one leaves the median, and a spell that slowed the replay
+    slows a moment beside it. The prices are kept in the file only once all three are taken."""
+    seen: list[str] = []
+
+    def spy(owner: Any, name: str, label: str) -> None:
+        real = getattr(owner, name)
+        monkeypatch.setattr(owner, name, lambda *args, **kwargs: (seen.append(label), real(*args, **kwargs))[1])
+
+    spy(dispatch.Calibrating, "moment", "calibrate")
+    spy(engine, "run_profile", "profile")
+    spy(engine, "measure_costs", "costs")
+    spy(engine.replay, "warm_reading", "replay")
+    kept = tmp_path / "prices.json"
+    row = diagnose(TinyMLP, "eval", out_dir=tmp_path / "out", budget=QUICK, detailed=False, calibration=str(kept))
+    assert row.status == "ok", row.error
+    assert seen == ["calibrate", "profile", "costs", "calibrate", "replay", "calibrate"]
+    repeats = json.loads(kept.read_text())["calibration"]["repeats"]
+    assert len(repeats) == 3 * dispatch.MOMENT_REPEATS
+    assert row.timings_s["calibrate"] > 0
 
 
 class RecordsThreads(TinyMLP):

@@ -125,13 +125,13 @@ class Calibration:
 
     @property
     def spread_pct(self) -> float:
-        """How far the middle half of the repeats spread in a call's price, over the median, in %: a spell of load
-        that slowed some of them (a calibration slowed alike throughout shows none)."""
+        """How far the median repeat's call price lies above the lower quartile's, in % of the median: a spell of
+        load that slowed at least half the repeats (one that slowed fewer leaves the median, and no mark)."""
         calls = [p.call_us for p in self.repeats]
         if len(calls) < 2 or not statistics.median(calls):
             return 0.0
-        low, _, high = statistics.quantiles(calls, n=4, method="inclusive")
-        return 100 * (high - low) / statistics.median(calls)
+        low = statistics.quantiles(calls, n=4, method="inclusive")[0]
+        return 100 * (statistics.median(calls) - low) / statistics.median(calls)
 
 
 @dataclasses.dataclass(frozen=True)

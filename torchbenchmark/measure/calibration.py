@@ -22,11 +22,12 @@ import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile, record_function
 
 from torchbenchmark.analyze.overhead import TIME_STEP_KINDS, overhead_events_of_trace
-from torchbenchmark.analyze.pricing import RNN_TIME_STEPS, Calibration, Counted, prices_from_timings
+from torchbenchmark.analyze.pricing import RNN_TIME_STEPS, Calibration, Counted, Prices, prices_from_timings
 from torchbenchmark.analyze.pricing import with_rnn_prices as rnn_priced
 from torchbenchmark.measure.environment import machine_name
 from torchbenchmark.measure.harness import device_sync
 from torchbenchmark.measure.native_logs import quiet_kineto
+from torchbenchmark.measure.steady import intra_op_threads
 from torchbenchmark.results.codec import SchemaError, decode_object, encode
 from torchbenchmark.results.files import PARTIAL_SUFFIX, StorageError, dumps, load_json, write_atomic
 
@@ -196,31 +197,71 @@ def _timings(workloads: list[Workload], sync: Callable[[], None], calls: int) ->
     return cost_us
 
 
-def calibrate(device: torch.device, calls: int = 1000, repeats: int = 5, profiled_calls: int = 300) -> Calibration:
-    """Per-event prices on ``device``, one set per repeat; the workloads take turns within each repeat.
+# A case's calibration is timed in turns at three moments of it, seconds apart (before its profiles, before its
+# replay, after it), this many repeats each: a spell of load that slows one moment leaves the median, and one that
+# slows two shows in the repeats' spread (``Calibration.spread_pct``). Timed at one moment, in its 0.15 s, a
+# calibration could be slowed alike throughout, its spread nil: calls at 1.47 to 1.60 µs, 3% apart, where
+# the cases beside it read 0.85.
+MOMENT_REPEATS = 3
+
+
+class Calibrating:
+    """A calibration taken at moments: the loops warmed and counted once, then timed at each ``moment()``.
 
     Timed on one CPU thread: nil-width ops have no work to share, and more threads only add OpenMP's
     waits, each as long as the scheduler keeps a thread off a core. An RNN layer is the exception,
     priced at the case's threads where its step calls one (``with_rnn_prices``).
     """
-    quiet_kineto()
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        return _calibrate(device, calls, repeats, profiled_calls)
-    finally:
-        torch.set_num_threads(threads)
+
+    def __init__(self, device: torch.device, calls: int = 1000, profiled_calls: int = 300) -> None:
+        quiet_kineto()
+        self.device, self.calls = device, calls
+        self.repeats: list[Prices] = []
+        self.workloads = _workloads(device)
+        with intra_op_threads(1):
+            for workload in self.workloads:
+                for _ in range(100):  # warm the allocator, the autograd graph and the caches
+                    workload.run()
+            self.counted = _count_events(self.workloads, device, profiled_calls)
+
+    def moment(self, repeats: int = MOMENT_REPEATS) -> Calibration:
+        """``repeats`` more repeats timed now, the workloads taking turns within each; the calibration so far."""
+        sync = device_sync(self.device)  # the case's own GPU, not the current one
+        with intra_op_threads(1):
+            self.repeats += [prices_from_timings(self.counted, _timings(self.workloads, sync, self.calls)) for _ in range(repeats)]
+        return self.calibration
+
+    @property
+    def calibration(self) -> Calibration:
+        return Calibration(repeats=tuple(self.repeats))
 
 
-def _calibrate(device: torch.device, calls: int, repeats: int, profiled_calls: int) -> Calibration:
-    sync = device_sync(device)  # the case's own GPU, not the current one
-    workloads = _workloads(device)
-    for workload in workloads:
-        for _ in range(100):  # warm the allocator, the autograd graph and the caches
-            workload.run()
-    counted = _count_events(workloads, device, profiled_calls)
-    results = [prices_from_timings(counted, _timings(workloads, sync, calls)) for _ in range(repeats)]
-    return Calibration(repeats=tuple(results))
+def calibrate(device: torch.device, calls: int = 1000, repeats: int = 5, profiled_calls: int = 300) -> Calibration:
+    """Per-event prices on ``device``, ``repeats`` sets of them timed at one moment (``Calibrating``)."""
+    return Calibrating(device, calls, profiled_calls).moment(repeats)
+
+
+class CasePrices:
+    """A case's prices: read from ``path`` (``--calibration``) where it holds this machine's, else timed now and
+    at each later ``moment()``, and kept there once ``taken()``."""
+
+    def __init__(self, device: torch.device, path: str | None) -> None:
+        self.device, self.path = device, path
+        self.kept, self.why = kept_calibration(device, path)
+        self.calibrating = None if self.kept is not None else Calibrating(device)
+        self.moment()
+
+    def moment(self) -> None:
+        if self.calibrating is not None:
+            self.calibrating.moment()
+
+    def taken(self) -> tuple[Calibration, str]:
+        """The prices and where they came from."""
+        if self.calibrating is None:
+            assert self.kept is not None and self.why is not None
+            return self.kept, self.why
+        calibration = self.calibrating.calibration
+        return calibration, keep(self.device, calibration, self.path, self.why)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -237,32 +278,54 @@ def calibration_for(
     device: torch.device, path: str | None, measure: Callable[[torch.device], Calibration] = calibrate
 ) -> tuple[Calibration, str]:
     """This machine's prices and where they came from: read from ``path`` where it holds a calibration of
-    this machine, device and torch; else measured, and written to ``path`` when there is no file there yet.
+    this machine, device and torch (``kept_calibration``); else measured, and kept there (``keep``)."""
+    kept, why = kept_calibration(device, path)
+    if kept is not None:
+        return kept, why
+    calibration = measure(device)
+    return calibration, keep(device, calibration, path, why)
+
+
+def kept_calibration(device: torch.device, path: str | None) -> tuple[Calibration | None, str | None]:
+    """The prices kept at ``path`` where it holds this machine's, device's and torch's, and where they came from;
+    else None and why the case measures its own (None: there is no file, and the case's prices are to be kept).
 
     Prices are a property of the machine, not of a model: cases of one sweep, or two sweeps a gate compares,
     can share one set, which takes the calibration's second out of every case and its noise out of a comparison.
     A file of another machine or torch, or one that cannot be read, is left as it is and the case calibrates.
     """
     if not path:
-        return measure(device), "measured"
+        return None, "measured"
     file = Path(path)
-    wanted = (machine_name(), str(device), torch.__version__)
-    if file.exists() or file.is_symlink():
-        try:
-            kept = decode_object(Kept, load_json(file))
-        except (StorageError, SchemaError) as error:
-            return measure(device), f"measured: {file} could not be read ({error})"
-        if (kept.machine, kept.device, kept.torch) == wanted:
-            return kept.calibration, f"read from {file}"
-        return measure(device), f"measured: {file} holds the prices of {kept.machine}, {kept.device}, torch {kept.torch}"
-    calibration = measure(device)
+    if not (file.exists() or file.is_symlink()):
+        return None, None
+    try:
+        kept = decode_object(Kept, load_json(file))
+    except (StorageError, SchemaError) as error:
+        return None, f"measured: {file} could not be read ({error})"
+    if (kept.machine, kept.device, kept.torch) == _wanted(device):
+        return kept.calibration, f"read from {file}"
+    return None, f"measured: {file} holds the prices of {kept.machine}, {kept.device}, torch {kept.torch}"
+
+
+def keep(device: torch.device, calibration: Calibration, path: str | None, why: str | None) -> str:
+    """Where ``calibration``, measured on ``device``, came from: written to ``path`` where ``kept_calibration`` found no file
+    (``why`` None), else ``why`` it was measured."""
+    if why is not None or not path:
+        return why or "measured"
+    file = Path(path)
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(FileExistsError):  # another case of the sweep wrote it first: theirs stands
-            _write_new(file, dumps(encode(Kept(*wanted, calibration))))
+            _write_new(file, dumps(encode(Kept(*_wanted(device), calibration))))
     except OSError as error:
-        return calibration, f"measured: {file} could not be written ({error.strerror or error})"
-    return calibration, f"measured and written to {file}"
+        return f"measured: {file} could not be written ({error.strerror or error})"
+    return f"measured and written to {file}"
+
+
+def _wanted(device: torch.device) -> tuple[str, str, str]:
+    """What a kept calibration must have been measured on to be this case's: the machine, the device and torch."""
+    return machine_name(), str(device), torch.__version__
 
 
 def _write_new(path: Path, text: str) -> None:

@@ -74,9 +74,10 @@ OTHER_WORK_AT_PCT = 25.0
 # A case's processes (--repeat, --pool) disagree when their medians spread, (max - min) / median, beyond this
 # share: as for steps, by more than the differences a comparison would look for.
 PROCESSES_APART_FRACTION = 0.25
-# A row's prices were read under load when the middle half of its calibration's repeats spread, in a call's price
-# (q3 - q1) / median, beyond this share. Quiet, they spread 1 to 2%; in a calibration taken under load, 18%,
-# its median call 1.27 µs against 0.85 in the runs beside it (benchmarks/RESULTS.md, Verdict accuracy).
+# A row's prices were read under load when its calibration's median call lies above the repeats' lower quartile,
+# (median - q1) / median, by more than this share: a spell slowed at least half its repeats. A calibration taken
+# under load read 13%, its median call 1.27 µs against 0.85 in the runs beside it (benchmarks/RESULTS.md,
+# Verdict accuracy).
 CALIBRATION_SPREAD_FRACTION = 0.10
 
 

@@ -141,7 +141,9 @@ class CaseResult(Record):
         if self.time_split is not None:
             reasons.extend(self.time_split.contended)
         if self.dispatch is not None and (self.dispatch.calibration_spread_pct or 0.0) > 100 * CALIBRATION_SPREAD_FRACTION:
-            reasons.append(f"prices read under load: the calibration's repeats {self.dispatch.calibration_spread_pct:.0f}% apart")
+            reasons.append(
+                f"prices read under load: the calibration's median {self.dispatch.calibration_spread_pct:.0f}% above its lower quartile"
+            )
         return tuple(reasons)
 
     def headline(self, compact: bool = False) -> str:

@@ -27,7 +27,7 @@ from torchbenchmark.measure import compile as compiled_variant
 from torchbenchmark.measure import instructions as counting
 from torchbenchmark.measure import precision as recast_variant
 from torchbenchmark.measure import replay
-from torchbenchmark.measure.calibration import calibration_for, with_rnn_prices
+from torchbenchmark.measure.calibration import CasePrices, with_rnn_prices
 from torchbenchmark.measure.costs import measure_costs
 from torchbenchmark.measure.harness import Characterisation, Pace, characterise, device_sync, use_device
 from torchbenchmark.measure.profiling import KINDS, ProfileRun, run_profile
@@ -192,10 +192,8 @@ def _profile(
     """The prices, the profiles, the costs and (``--scaling``) the smaller batches' step times."""
     device = torch.device(spec.device)
     median_ms = measured.characterisation.steps.median_ms
-    laps.announce("calibrating")  # after the model has run: a case that fails fails fast
-    calibration, source = calibration_for(device, spec.calibration)
-    log.info("%s %s: per-event prices %s", spec.model, spec.mode, source)
-    laps("calibrate")
+    with laps.lap("calibrate", "calibrating"):  # after the model has run: a case that fails fails fast
+        prices = CasePrices(device, spec.calibration)  # timed now, before the replay and after it
     profiles = {}
     for kind in KINDS if spec.detailed else ("light",):
         laps.announce(f"{kind} profile")
@@ -207,7 +205,13 @@ def _profile(
     laps.announce("costs")
     costs = measure_costs(model, spec.mode, device, measured.batch_size, median_ms)
     laps("costs")
+    with laps.lap("calibrate", "calibrating"):
+        prices.moment()
     warm = _replayed(spec, model, folder, median_ms, laps)
+    with laps.lap("calibrate", "calibrating"):
+        prices.moment()
+    calibration, source = prices.taken()
+    log.info("%s %s: per-event prices %s", spec.model, spec.mode, source)
     if calls_rnn(profiles["light"].trace_path):
         laps.announce("pricing its RNN layers")
         calibration = with_rnn_prices(calibration, device, train=spec.mode == "train")

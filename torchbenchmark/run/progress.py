@@ -9,10 +9,11 @@ terminal the bar's postfix shows the phase and its seconds, refreshed every seco
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from tqdm import tqdm
 
@@ -34,9 +35,18 @@ class Laps:
         self._clock = self.began = time.perf_counter()
 
     def __call__(self, name: str) -> None:
+        """The time since the last lap, added to ``name``'s (a phase can come back, as the calibration's moments do)."""
         now = time.perf_counter()
-        self.timings[name] = round(now - self._clock, 3)
+        self.timings[name] = round(self.timings.get(name, 0.0) + now - self._clock, 3)
         self._clock = now
+
+    @contextlib.contextmanager
+    def lap(self, name: str, phase: str) -> Iterator[None]:
+        """The block announced as ``phase``, its time added to lap ``name``."""
+        self.announce(phase)
+        self._clock = time.perf_counter()
+        yield
+        self(name)
 
 
 PHASE_MARKER = "[torchbenchmark] phase: "
