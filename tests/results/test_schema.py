@@ -216,6 +216,19 @@ def test_a_row_whose_calibration_repeats_spread_was_priced_under_load() -> None:
     assert loaded.untrustworthy_reasons == ("prices read under load: the calibration's median 18% above its lower quartile",)
 
 
+def test_a_row_whose_replay_ran_slower_than_its_real_steps_glue_was_replayed_under_load() -> None:
+    """The replay runs the real step's glue warm: quiet, its gap is at most some 12% above the real steps'; in a
+    spell of the host's load soft_actor_critic eval's read 36.5 µs against the real 24.6 (its replays alone: 18 to 22)."""
+    verdict = Dispatch(verdict=Verdict.MIXED, overhead_fraction=0.3, ops_per_step=10.0, median_op_us=5.0, per_op_overhead_us=0.85)
+
+    def gaps(warm: float | None, real: float | None) -> CaseResult:
+        return dataclasses.replace(row(), dispatch=dataclasses.replace(verdict, warm_gap_us=warm, real_gap_us=real))
+
+    assert gaps(36.5, 24.6).untrustworthy_reasons == ("replay read under load: its gap 48% above the real step's",)
+    for warm, real in ((287.6, 264.6), (160.5, 553.4), (None, 24.6), (36.5, None), (36.5, 0.0)):
+        assert gaps(warm, real).untrustworthy_reasons == (), (warm, real)
+
+
 def test_enough_clean_steps_keep_a_row_unmarked_however_long_the_others_waited() -> None:
     """The stretched steps are left out of the step time: what is left did not wait."""
     assert dataclasses.replace(row(), time_split=split(waiting_pct=45.0, kept=18)).untrustworthy_reasons == ()

@@ -248,7 +248,7 @@ def test_a_case_at_two_threads_is_priced_for_two(tmp_path: Path, two_threads: No
     row = diagnose(ManyTinyOps, "eval", out_dir=tmp_path, budget=QUICK, detailed=False)
     assert row.status == "ok", row.error
     dispatch = row.dispatch
-    assert dispatch.warm_gap_us is not None and dispatch.interval_note is None, dispatch
+    assert dispatch.warm_gap_us is not None and dispatch.real_gap_us and dispatch.interval_note is None, dispatch
     low, high = dispatch.overhead_interval
     assert low <= dispatch.fraction <= high, dispatch
     assert torch.get_num_threads() == 2  # the case left the threads it found

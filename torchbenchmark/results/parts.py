@@ -201,12 +201,20 @@ class Dispatch(Record):
     prices_us: dict[str, float] | None = json_field(default=None, bound=NON_NEGATIVE)
     python_us_per_step: float | None = json_field(default=None, bound=NON_NEGATIVE)  # Python time with no event
     warm_gap_us: float | None = json_field(default=None, bound=NON_NEGATIVE)  # the step's gap replayed (measure.replay)
+    real_gap_us: float | None = json_field(default=None, bound=NON_NEGATIVE)  # on a CPU, the real steps' gap, each at its least
     scaling: Scaling | None = None  # the second estimate, by batch-size scaling, when asked for
     scaling_failed: str | None = None  # --scaling: "failed at batch N: why"; the fit, if any, is of the batches before it
     # The CPU estimate's terms, µs a step by name (analyze.pricing.TERMS), summing to the uncapped share x the median step
     terms_us: dict[str, float] | None = json_field(default=None, bound=NON_NEGATIVE)
     # How far the calibration's median call price lies above its repeats' lower quartile, in % of the median
     calibration_spread_pct: float | None = json_field(default=None, bound=NON_NEGATIVE)
+
+    @property
+    def replay_above_real(self) -> float | None:
+        """How far the replayed gap lies above the real steps', as a share of theirs (None: no replay, or no gap)."""
+        if self.warm_gap_us is None or not self.real_gap_us:
+            return None
+        return self.warm_gap_us / self.real_gap_us - 1
 
     @property
     def fraction(self) -> float:

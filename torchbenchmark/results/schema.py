@@ -21,6 +21,7 @@ from torchbenchmark.results.kinds import (
     PHASES,
     PROCESSES_APART_FRACTION,
     REGRESSIONS,
+    REPLAY_ABOVE_REAL_FRACTION,
     UNTRUSTWORTHY_IQR_FRACTION,
     Call,
     Record,
@@ -140,10 +141,12 @@ class CaseResult(Record):
             reasons.append(f"noisy: processes {100 * apart:.0f}% apart")
         if self.time_split is not None:
             reasons.extend(self.time_split.contended)
-        if self.dispatch is not None and (self.dispatch.calibration_spread_pct or 0.0) > 100 * CALIBRATION_SPREAD_FRACTION:
-            reasons.append(
-                f"prices read under load: the calibration's median {self.dispatch.calibration_spread_pct:.0f}% above its lower quartile"
-            )
+        if self.dispatch is not None:  # the estimate's own readings: its prices, its replayed gap
+            spread, above = self.dispatch.calibration_spread_pct or 0.0, self.dispatch.replay_above_real or 0.0
+            if spread > 100 * CALIBRATION_SPREAD_FRACTION:
+                reasons.append(f"prices read under load: the calibration's median {spread:.0f}% above its lower quartile")
+            if above > REPLAY_ABOVE_REAL_FRACTION:
+                reasons.append(f"replay read under load: its gap {100 * above:.0f}% above the real step's")
         return tuple(reasons)
 
     def headline(self, compact: bool = False) -> str:

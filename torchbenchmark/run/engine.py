@@ -312,6 +312,7 @@ def analyse(spec: CaseSpec, measured: Measured, out_dir: Path, meta: ModelMeta) 
         prices_us=dataclasses.asdict(measured.calibration.prices),
         python_us_per_step=priced.python_us,
         warm_gap_us=None if warm is None else warm.gap_us,
+        real_gap_us=None if on_gpu else events.least_gap_us,
         scaling=scaling,
         scaling_failed=measured.scaling_failed,
         terms_us=None if on_gpu else priced.terms_us,
