@@ -337,10 +337,12 @@ def test_the_golden_page_flags_what_it_should_and_shows_extra_figures() -> None:
 
 def test_a_case_section_shows_the_estimates_terms_each_with_what_it_counts() -> None:
     terms = {"call": 100.0, "nested": 40.0, "python": 70.0}
-    row = ok_row("tiny_rl", "eval", 0.3, 0.7, "dispatch-bound", dispatch=Dispatch("dispatch-bound", 0.7, 120, 3.0, 1.1, terms_us=terms))
+    dispatch = Dispatch("dispatch-bound", 0.7, 120, 3.0, 1.1, terms_us=terms, warm_gap_us=130.0, real_gap_us=250.0)
+    row = ok_row("tiny_rl", "eval", 0.3, 0.7, "dispatch-bound", dispatch=dispatch)
     text = report.render_report(summary_of_records([RunRecord("r", ENV, None, (row,))], "terms"))
     assert "overhead terms" in text and "overhead 210 µs a step = call 100 + nested 40 + python 70" in text
     assert "python 70 µs: Python between ops that made no op event" in text
+    assert "(replayed gap 130 µs, the real steps&#x27; 250 µs)" in text  # the replay's mark's evidence
     assert "overhead terms" not in report.render_report(golden_summary())  # rows without terms: no such line
     assert repr(row).endswith("; overhead 210 µs a step = call 100 + nested 40 + python 70)")
 

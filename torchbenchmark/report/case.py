@@ -181,9 +181,12 @@ def terms_html(row: CaseResult) -> str:
     """The estimate's terms, each with what it counts (``analyze.pricing.TERMS``); blank without terms."""
     if not terms_text(row):
         return ""
-    terms = row.dispatch.terms_us or {} if row.dispatch else {}
-    items = "".join(f"<li>{escape(f'{name} {us:.3g} µs: {TERMS.get(name, name)}')}</li>" for name, us in terms.items())
-    return f"{escape(terms_text(row))}<ul>{items}</ul>"
+    assert row.dispatch is not None
+    dispatch = row.dispatch
+    said = {name: f"{name} {us:.3g} µs: {TERMS.get(name, name)}" for name, us in (dispatch.terms_us or {}).items()}
+    if "python" in said and dispatch.warm_gap_us is not None and dispatch.real_gap_us is not None:  # the replay's mark's evidence
+        said["python"] += f" (replayed gap {dispatch.warm_gap_us:.3g} µs, the real steps' {dispatch.real_gap_us:.3g} µs)"
+    return f"{escape(terms_text(row))}<ul>{''.join(f'<li>{escape(text)}</li>' for text in said.values())}</ul>"
 
 
 def time_split_text(row: CaseResult) -> str:
