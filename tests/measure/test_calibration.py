@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import torch
 
 from tests.helpers.pricing import PRICES
 from torchbenchmark.analyze.pricing import Calibration
-from torchbenchmark.measure.calibration import calibration_for
+from torchbenchmark.measure import calibration as calibrating
+from torchbenchmark.measure.calibration import CasePrices, calibration_for
 
 CPU = torch.device("cpu")
 MEASURED = Calibration(repeats=(PRICES,))
@@ -70,3 +72,36 @@ def test_a_file_where_none_can_be_written_costs_the_case_nothing(tmp_path: Path)
     calibration, source = calibration_for(CPU, str(blocker / "calibration.json"), Measure())
     assert calibration == MEASURED and source.startswith(f"measured: {blocker / 'calibration.json'} could not be written (")
     assert blocker.read_text() == "the user's\n"
+
+
+class Timed:
+    """``Calibrating``'s stand-in: each moment adds one repeat, ``PRICES`` with the moment's call price."""
+
+    made = 0
+
+    def __init__(self, device: torch.device) -> None:
+        Timed.made += 1
+        self.repeats: list = []
+
+    def moment(self) -> None:
+        self.repeats.append(PRICES)
+
+    @property
+    def calibration(self) -> Calibration:
+        return Calibration(tuple(self.repeats))
+
+
+def test_a_cases_prices_are_kept_once_every_moment_is_timed_and_a_case_that_reads_them_times_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(calibrating, "Calibrating", Timed)
+    path = tmp_path / "calibration.json"
+    first = CasePrices(CPU, str(path))
+    first.moment()
+    first.moment()
+    assert not path.exists()  # nothing kept before the case's last moment
+    assert first.taken() == (Calibration((PRICES,) * 3), f"measured and written to {path}")
+    Timed.made = 0
+    again = CasePrices(CPU, str(path))
+    again.moment()
+    assert again.taken() == (Calibration((PRICES,) * 3), f"read from {path}") and Timed.made == 0
