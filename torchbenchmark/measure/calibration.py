@@ -242,8 +242,9 @@ def calibrate(device: torch.device, calls: int = 1000, repeats: int = 5, profile
 
 
 class CasePrices:
-    """A case's prices: read from ``path`` (``--calibration``) where it holds this machine's, else timed now and
-    at each later ``moment()``, and kept there once ``taken()``."""
+    """A case's prices: read from ``path`` (``--calibration``) where it holds this machine's (``kept_calibration``),
+    else timed now and at each later ``moment()``, and kept there once ``taken()`` (``keep``). A single case takes
+    three moments (``run.engine``); a DDP rank 0 one, before its group forms."""
 
     def __init__(self, device: torch.device, path: str | None) -> None:
         self.device, self.path = device, path
@@ -272,18 +273,6 @@ class Kept:
     device: str
     torch: str
     calibration: Calibration
-
-
-def calibration_for(
-    device: torch.device, path: str | None, measure: Callable[[torch.device], Calibration] = calibrate
-) -> tuple[Calibration, str]:
-    """This machine's prices and where they came from: read from ``path`` where it holds a calibration of
-    this machine, device and torch (``kept_calibration``); else measured, and kept there (``keep``)."""
-    kept, why = kept_calibration(device, path)
-    if kept is not None:
-        return kept, why
-    calibration = measure(device)
-    return calibration, keep(device, calibration, path, why)
 
 
 def kept_calibration(device: torch.device, path: str | None) -> tuple[Calibration | None, str | None]:

@@ -38,7 +38,7 @@ from torchbenchmark.analyze import verdict  # noqa: E402
 from torchbenchmark.analyze.comm import summarize_comm  # noqa: E402
 from torchbenchmark.analyze.stats import relative_change_pct  # noqa: E402
 from torchbenchmark.analyze.trace import load_events  # noqa: E402
-from torchbenchmark.measure.calibration import calibration_for  # noqa: E402
+from torchbenchmark.measure.calibration import CasePrices  # noqa: E402
 from torchbenchmark.measure.environment import collect_environment  # noqa: E402
 from torchbenchmark.measure.harness import Characterisation, Pace, characterise  # noqa: E402
 from torchbenchmark.measure.profiling import run_profile  # noqa: E402
@@ -134,7 +134,7 @@ def run_rank(spec: CaseSpec, out_dir: Path, status: _Status) -> CaseResult | Non
     status("init")
     started = time.perf_counter()
     # Calibrated before the group forms, on rank 0 alone: the others wait at the rendezvous, idle.
-    calibration = calibration_for(device, spec.calibration)[0] if rank == 0 else None
+    calibration = CasePrices(device, spec.calibration).taken()[0] if rank == 0 else None
     dist.init_process_group(
         BACKENDS[device.type], timeout=datetime.timedelta(seconds=spec.timeout_s), device_id=device if device.type == "cuda" else None
     )
