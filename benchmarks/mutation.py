@@ -41,6 +41,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     "results.spec": ("tests/measure/test_harness.py",),
     "analyze.pricing": _PRICING_TESTS,
     "analyze.verdict": _PRICING_TESTS,
+    "analyze.scaling": ("tests/analyze/test_scaling.py",),
     "measure.calibration": _PRICING_TESTS,
     "analyze.trace": ("tests/analyze/test_trace.py",),
     "analyze.steps": ("tests/analyze/test_trace.py",),

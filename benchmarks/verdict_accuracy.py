@@ -53,6 +53,7 @@ from benchmarks import estimate_ablation
 from benchmarks._report import interleaved, record
 from torchbenchmark.analyze import pricing
 from torchbenchmark.analyze.overhead import EVENT_KINDS, PRICED_KINDS, SETUP_OPS, OverheadEvents, overhead_events_of_trace
+from torchbenchmark.analyze.scaling import batch_at_share, scaling_batch_sizes
 from torchbenchmark.analyze.steps import summarize_trace
 from torchbenchmark.analyze.verdict import COMPUTE_BOUND_BELOW, DISPATCH_BOUND_AT, borderline, verdict
 from torchbenchmark.api import collect_diagnostics
@@ -153,7 +154,7 @@ def measure(case: Case, rounds: int, out_dir: Path, detailed: bool = True) -> di
     batch = tool.batch_size
     real = cls(device="cpu", batch_size=batch)
     twin = (case.twin_class or cls)(device="cpu", batch_size=1, **case.twin)
-    others = pricing.scaling_batch_sizes(batch, up=meta_of(cls).scale_batch_up)
+    others = scaling_batch_sizes(batch, up=meta_of(cls).scale_batch_up)
     variants = {"real": timer_for(real, case.mode), "twin": timer_for(twin, case.mode)}
     for b in others:
         variants[f"bs{b}"] = timer_for(cls(device="cpu", batch_size=b), case.mode)
@@ -171,7 +172,7 @@ def measure(case: Case, rounds: int, out_dir: Path, detailed: bool = True) -> di
         batches = [*others, batch]
         slope, intercept = statistics.linear_regression(batches, [statistics.median(figures[f"bs{b}"]) for b in others] + [real_ms])
         scaling = max(0.0, intercept) / real_ms
-        crossovers = tuple(pricing.batch_at_share(overhead_us / 1e3, intercept, slope, share) for share in (0.5, 0.2))
+        crossovers = tuple(batch_at_share(overhead_us / 1e3, intercept, slope, share) for share in (0.5, 0.2))
     return {
         "case": case.label, "batch": batch, "real ms": real_ms, "tool": d.overhead_fraction_uncapped,
         "interval": d.overhead_interval, "borderline": d.borderline, "verdict": str(d.verdict),

@@ -168,12 +168,13 @@ def test_an_rnn_step_at_two_threads_has_its_time_steps_priced_at_two(tmp_path: P
 
 
 def test_the_watchdog_stops_a_loop_that_reaches_no_op_and_leaves_nothing_pending() -> None:
-    from torchbenchmark.measure.replay import Abandoned, watchdog
+    from torchbenchmark.measure.replay import Abandoned
+    from torchbenchmark.measure.watchdog import watchdog
 
-    with pytest.raises(Abandoned), watchdog(0.2):
+    with pytest.raises(Abandoned), watchdog(0.2, Abandoned):
         while True:  # a step waiting for a value no replayed op writes
             pass
-    with watchdog(0.05):
+    with watchdog(0.05, Abandoned):
         pass
     deadline = time.monotonic() + 0.3
     while time.monotonic() < deadline:  # a shot left pending by the block above would be raised here

@@ -18,10 +18,8 @@ dispatcher, and on a GPU the host's gaps are not the caches' doing.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import dataclasses
 import math
-import threading
 import time
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
@@ -47,6 +45,7 @@ STEPS_S = 1.0
 # gap of all counting: a spell of load can slow every step of one session alike.
 SPACING_S = 0.4
 DEADLINE_S = 10.0
+WATCHDOG_GRACE_S = 5.0  # past the replay's own deadline, the watchdog's: for a step that never reaches an op
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,47 +137,6 @@ def _computed(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
 def _layout(tensor: torch.Tensor) -> tuple[Any, ...]:
     strides = tensor.stride() if tensor.layout == torch.strided else None  # a sparse tensor has none
     return tensor.shape, tensor.dtype, tensor.layout, strides
-
-
-WATCHDOG_GRACE_S = 5.0  # past the replay's own deadline, the watchdog's: for a step that never reaches an op
-
-
-@contextlib.contextmanager
-def watchdog(seconds: float) -> Iterator[None]:
-    """``Abandoned`` raised in this thread once ``seconds`` have passed, wherever its Python is.
-
-    The replay checks its deadline at each op; a step that loops in Python until a value changes, a value
-    an op replayed never writes, reaches no op and would loop until the case's timeout took every figure
-    the case had measured. A timer thread hands this one the exception (``PyThreadState_SetAsyncExc``),
-    which Python raises at its next call or loop. Once the block has ended no shot is fired, and one fired
-    as it ended is taken here, never at some later line of the caller's. Nothing is withdrawn: withdrawing
-    (``SetAsyncExc`` with NULL) leaves the interpreter's eval breaker set, every later call on its slow path.
-    """
-    target, lock = ctypes.c_ulong(threading.get_ident()), threading.Lock()
-    fired: list[bool] = []  # a list, not an Event: reading it here makes no Python call, where a shot could land
-    closed: list[bool] = []
-
-    def fire() -> None:
-        with lock:
-            if not closed:
-                fired.append(True)
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(target, ctypes.py_object(Abandoned))
-
-    timer = threading.Timer(seconds, fire)
-    timer.daemon = True
-    timer.start()
-    try:
-        yield
-    finally:
-        timer.cancel()
-        with lock:
-            closed.append(True)
-        if fired:
-            try:
-                for _ in range(2):  # a loop: Python raises a pending shot at its jump back
-                    pass
-            except Abandoned:
-                pass
 
 
 # A ``record_function`` range's enter and exit: ops of torch's ``profiler`` namespace.

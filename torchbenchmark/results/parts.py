@@ -154,7 +154,7 @@ class Scaling(Record):
     step_ms: tuple[float, ...] = json_field(bound=DURATION_MS)  # median step time at each batch size
     intercept_ms: float
     fraction_upper: float = json_field(bound=NON_NEGATIVE)  # intercept over the step at the case's batch (at most 1 since 2026-12)
-    agrees: bool  # whether the event-based estimate is consistent with it (analyze.pricing.AGREEMENT_*)
+    agrees: bool  # whether the event-based estimate is consistent with it (analyze.scaling.AGREEMENT_*)
     # The batch from which the overhead share, the event-based overhead over the fitted step time, falls to
     # 50% (below it: dispatch-bound) and to 20% (from it: compute-bound); None: the line does not grow.
     batch_at_overhead_50pct: int | None = json_field(default=None, bound=AT_LEAST_ONE)

@@ -110,7 +110,7 @@ class CaseSpec:
     budget: Budget = Budget()
     threads: int | None = None  # torch intra-op threads; None: torch's default
     detailed: bool = True  # take the detailed profile too
-    scaling: bool = False  # also bound the overhead by batch-size scaling (analyze.pricing.scaling_from_steps)
+    scaling: bool = False  # also bound the overhead by batch-size scaling (analyze.scaling.scaling_from_steps)
     top_ops: int = 10  # rows in the top-ops table
     timeout_s: float = DEFAULT_TIMEOUT_S  # the case's process, start-up included
     repeat: int = 0  # which of the sweep's --repeat processes this is (0: the first, the one that profiles)
@@ -119,7 +119,7 @@ class CaseSpec:
     channels_last: bool = False  # the module and 4-D inputs in channels_last (measure.precision)
     instructions: bool = False  # also count an eager CPU step's instructions under callgrind (measure.instructions)
     instructions_cap_s: float = DEFAULT_INSTRUCTIONS_CAP_S  # a count estimated to take longer is skipped
-    calibration: str | None = None  # a file of this machine's prices, read where it holds them, else written (measure.calibration)
+    calibration: str | None = None  # a file of this machine's prices, read where it holds them, else written (run.prices)
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, str):

@@ -20,6 +20,7 @@ from torchbenchmark.analyze import pricing, timesplit, verdict
 from torchbenchmark.analyze.attribution import attribute_trace
 from torchbenchmark.analyze.bound import bound_of
 from torchbenchmark.analyze.overhead import PRICED_KINDS, SETUP_OPS, calls_rnn, overhead_events_of_trace
+from torchbenchmark.analyze.scaling import scaling_batch_sizes, scaling_budget, scaling_from_steps
 from torchbenchmark.analyze.stats import relative_change_pct
 from torchbenchmark.analyze.steps import TraceSummary, check_complete, summarize_trace
 from torchbenchmark.contract import ModelMeta
@@ -27,11 +28,12 @@ from torchbenchmark.measure import compile as compiled_variant
 from torchbenchmark.measure import instructions as counting
 from torchbenchmark.measure import precision as recast_variant
 from torchbenchmark.measure import replay
-from torchbenchmark.measure.calibration import CasePrices, with_rnn_prices
+from torchbenchmark.measure.calibration import with_rnn_prices
 from torchbenchmark.measure.costs import measure_costs
 from torchbenchmark.measure.harness import Characterisation, Pace, characterise, device_sync, use_device
 from torchbenchmark.measure.profiling import KINDS, ProfileRun, run_profile
 from torchbenchmark.measure.steady import intra_op_threads
+from torchbenchmark.measure.watchdog import watchdog
 from torchbenchmark.registry import meta_of, model_class
 from torchbenchmark.report.tables import render_attribution, render_top_ops
 from torchbenchmark.results.files import write_atomic
@@ -58,6 +60,7 @@ from torchbenchmark.results.schema import (
 from torchbenchmark.results.spec import CaseSpec
 from torchbenchmark.run import outdir
 from torchbenchmark.run.failures import describe_failure
+from torchbenchmark.run.prices import CasePrices
 from torchbenchmark.run.progress import Announce, Laps, silent
 
 log = logging.getLogger(__name__)
@@ -217,7 +220,7 @@ def _profile(
         calibration = with_rnn_prices(calibration, device, train=spec.mode == "train")
         laps("rnn prices")
     scaling_step_ms, scaling_failed, doubts = None, None, None
-    batches = pricing.scaling_batch_sizes(measured.batch_size or 1, up=meta_of(cls).scale_batch_up) if spec.scaling else []
+    batches = scaling_batch_sizes(measured.batch_size or 1, up=meta_of(cls).scale_batch_up) if spec.scaling else []
     if len(batches) >= 2:
         del model  # one build at a time, not two models in memory
         laps.announce("scaling")
@@ -238,7 +241,7 @@ def _scaled(
     doubts: dict[int, str] = {}
     for batch in sorted(batches, key=lambda b: abs(b - own)):
         try:
-            taken = characterise(_build(cls, spec, batch, config), spec.mode, pricing.scaling_budget(spec.budget), Pace.on(device))
+            taken = characterise(_build(cls, spec, batch, config), spec.mode, scaling_budget(spec.budget), Pace.on(device))
         except Exception as error:
             return step_ms, f"failed at batch {batch}: {describe_failure(error, spec.mode)[1]}", doubts
         step_ms[batch] = taken.steps.median_ms
@@ -258,7 +261,7 @@ def _replayed(spec: CaseSpec, model: Any, folder: Path, median_ms: float, laps: 
     deadline_s = replay.deadline_s(median_ms, sessions)
     watching = replay.Replay(deadline_s=deadline_s, watch=SETUP_OPS)
     try:
-        with replay.watchdog(deadline_s + replay.WATCHDOG_GRACE_S):
+        with watchdog(deadline_s + replay.WATCHDOG_GRACE_S, replay.Abandoned):
             return replay.warm_reading(model, spec.mode, paths, watching)
     except Exception as error:  # a step that refuses the mode, or checks values a replay does not keep
         log.warning("%s %s: no warm replay, the real step's gap stands: %s: %s", spec.model, spec.mode, type(error).__name__, error)
@@ -350,7 +353,7 @@ def _scaling(measured: Measured, median_ms: float, fraction: float) -> Scaling |
     if not measured.scaling_step_ms or measured.batch_size is None:
         return None
     step_ms = {**measured.scaling_step_ms, measured.batch_size: median_ms}
-    return pricing.scaling_from_steps(step_ms, measured.batch_size, fraction, measured.scaling_doubts)
+    return scaling_from_steps(step_ms, measured.batch_size, fraction, measured.scaling_doubts)
 
 
 def _speedup(measured: Measured) -> float | None:

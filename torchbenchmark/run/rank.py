@@ -38,7 +38,6 @@ from torchbenchmark.analyze import verdict  # noqa: E402
 from torchbenchmark.analyze.comm import summarize_comm  # noqa: E402
 from torchbenchmark.analyze.stats import relative_change_pct  # noqa: E402
 from torchbenchmark.analyze.trace import load_events  # noqa: E402
-from torchbenchmark.measure.calibration import CasePrices  # noqa: E402
 from torchbenchmark.measure.environment import collect_environment  # noqa: E402
 from torchbenchmark.measure.harness import Characterisation, Pace, characterise  # noqa: E402
 from torchbenchmark.measure.profiling import run_profile  # noqa: E402
@@ -51,6 +50,7 @@ from torchbenchmark.results.schema import CaseResult, Distributed, RankFigures, 
 from torchbenchmark.results.spec import DEFAULT_OUT, DEFAULT_TIMEOUT_S, Budget, CaseRequest, CaseSpec  # noqa: E402
 from torchbenchmark.run import ddp, engine, outdir  # noqa: E402
 from torchbenchmark.run.failures import describe_failure  # noqa: E402
+from torchbenchmark.run.prices import CasePrices  # noqa: E402
 
 log = logging.getLogger(__name__)
 BACKENDS = {"cpu": "gloo", "cuda": "nccl"}

@@ -12,7 +12,7 @@ import torch
 from tests.helpers.pricing import PRICES
 from torchbenchmark.analyze.pricing import Calibration
 from torchbenchmark.measure import calibration as calibrating
-from torchbenchmark.measure.calibration import CasePrices
+from torchbenchmark.run.prices import CasePrices
 
 CPU = torch.device("cpu")
 MEASURED = Calibration(repeats=(PRICES,))
