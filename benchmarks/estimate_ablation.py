@@ -63,7 +63,9 @@ PARTS = {
     "least by position": "the gap of the least step, not each gap's least over the steps",
     "argument parsing": "no Python gap per top-level call taken out",
     "replay": "the real step's gap, not the replayed step's",
+    "RNN prices": "an RNN layer priced at its events' dispatch alone: no set-up, no time steps",
 }
+RNN_PRICES = ("rnn_us", "rnn_step_us", "rnn_backward_us", "rnn_backward_step_us")
 
 
 def rebuild(inputs: dict[str, Any], without: frozenset[str] = frozenset()) -> pricing.Estimate:
@@ -76,6 +78,8 @@ def rebuild(inputs: dict[str, Any], without: frozenset[str] = frozenset()) -> pr
         replayed = replayed and dataclasses.replace(replayed, least_python_gap_us=None)
     if "argument parsing" in without:
         calibration = pricing.Calibration(tuple(dataclasses.replace(p, call_gap_us=0.0) for p in calibration.repeats))
+    if "RNN prices" in without:
+        calibration = pricing.Calibration(tuple(dataclasses.replace(p, **dict.fromkeys(RNN_PRICES, 0.0)) for p in calibration.repeats))
     return pricing.estimate(events, calibration, step_ms, replayed)
 
 

@@ -42,6 +42,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     "analyze.pricing": _PRICING_TESTS,
     "analyze.verdict": _PRICING_TESTS,
     "analyze.scaling": ("tests/analyze/test_scaling.py",),
+    "analyze.rnn": ("tests/analyze/test_rnn.py",),
     "measure.calibration": _PRICING_TESTS,
     "analyze.trace": ("tests/analyze/test_trace.py",),
     "analyze.steps": ("tests/analyze/test_trace.py",),

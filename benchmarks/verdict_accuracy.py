@@ -53,6 +53,7 @@ from benchmarks import estimate_ablation
 from benchmarks._report import interleaved, record
 from torchbenchmark.analyze import pricing
 from torchbenchmark.analyze.overhead import EVENT_KINDS, PRICED_KINDS, SETUP_OPS, OverheadEvents, overhead_events_of_trace
+from torchbenchmark.analyze.rnn import with_time_steps
 from torchbenchmark.analyze.scaling import batch_at_share, scaling_batch_sizes
 from torchbenchmark.analyze.steps import summarize_trace
 from torchbenchmark.analyze.verdict import COMPUTE_BOUND_BELOW, DISPATCH_BOUND_AT, borderline, verdict
@@ -271,7 +272,7 @@ def kept_events(row: dict[str, Any]) -> OverheadEvents:
     if path.exists():
         with path.open("rb") as file:
             return pickle.load(file)["args"][0]
-    return overhead_events_of_trace(row["trace"], row.get("detailed trace"))
+    return with_time_steps(overhead_events_of_trace(row["trace"]), row.get("detailed trace"))
 
 
 def priced_for(row: dict[str, Any], events: OverheadEvents, calibration: pricing.Calibration) -> pricing.Calibration:

@@ -5,15 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import torch
-from torch.profiler import profile, record_function
 
-from torchbenchmark.analyze.overhead import (
-    PRICED_KINDS,
-    overhead_events,
-    overhead_events_of_trace,
-    time_steps_per_call,
-)
+from torchbenchmark.analyze.overhead import PRICED_KINDS, overhead_events, overhead_events_of_trace
 
 REAL_TRACE = Path(__file__).resolve().parents[1] / "data" / "tiny_mlp_train.pt.trace.json.gz"
 NODE = "autograd::engine::evaluate_function: MulBackward0"
@@ -115,59 +108,17 @@ def test_the_harness_time_after_a_steps_clock_stopped_is_no_gap_of_the_step() ->
     assert overhead_events(events, timed_us=[45.0]).python_gap_us_per_step == (pytest.approx(24), pytest.approx(24))  # not one a step
 
 
-def _rnn_layer(name: str, ts: float, dur: float, time_steps: int | None = None) -> dict:
-    event = _x(name, ts, dur)
-    if time_steps is not None:  # as a trace that recorded shapes holds them: (time, batch, features) first
-        event["args"] = {"Input Dims": [[time_steps, 20, 200], [800, 200], [800, 200], [800], [800], [20, 200], [20, 200], []]}
-    return event
-
-
 def test_an_rnn_layer_counts_under_its_kind_and_its_set_up_kind() -> None:
     step = [
         _step(1, 0.0, dur=400.0),
         _x("aten::lstm", 10, 300),  # call
-        _rnn_layer("aten::mkldnn_rnn_layer", 20, 100),  # nested, and rnn set-up
-        _rnn_layer("aten::mkldnn_rnn_layer", 150, 100),
+        _x("aten::mkldnn_rnn_layer", 20, 100),  # nested, and rnn set-up
+        _x("aten::mkldnn_rnn_layer", 150, 100),
         _x(NODE, 320, 60),  # autograd
-        _rnn_layer("aten::mkldnn_rnn_layer_backward", 330, 40),  # nested, and its backward's set-up
+        _x("aten::mkldnn_rnn_layer_backward", 330, 40),  # nested, and its backward's set-up
     ]
     counted = overhead_events(step)
     assert counted.events_per_step == (_kinds(call=1, nested=3, autograd=1, rnn=2, rnn_backward=1),)
-    # The light trace holds no shapes: the time steps are counted from the detailed one's.
-    stepped = counted.with_time_steps({"rnn": 35.0, "rnn_backward": 35.0})
-    assert stepped.mean_events("rnn_step") == 70 and stepped.mean_events("rnn_backward_step") == 35
-    assert stepped.mean_events("rnn") == 2 and stepped.python_gap_us_per_step == counted.python_gap_us_per_step
-
-
-def test_time_steps_per_call_read_from_a_trace_that_recorded_shapes() -> None:
-    events = [
-        _rnn_layer("aten::mkldnn_rnn_layer", 0, 10, time_steps=35),
-        _rnn_layer("aten::mkldnn_rnn_layer", 20, 10, time_steps=5),
-        _rnn_layer("aten::mkldnn_rnn_layer_backward", 40, 10),  # no shapes recorded: not known
-        _x("aten::addmm", 60, 1),
-    ]
-    assert time_steps_per_call(events) == {"rnn": 20.0}
-    packed = _rnn_layer("aten::mkldnn_rnn_layer", 0, 10)
-    packed["args"] = {"Input Dims": [[700, 200], [800, 200]]}  # a packed sequence: its time steps are unknown
-    assert time_steps_per_call([packed]) == {}
-
-
-def test_an_lstms_trace_and_its_shapes_give_its_time_steps(tmp_path: Path) -> None:
-    """A real nn.LSTM run on oneDNN: the light trace counts its layers, the shaped trace their time steps."""
-    lstm, sequence = torch.nn.LSTM(3, 4, num_layers=2, batch_first=True), torch.ones(5, 7, 3)  # 7 time steps
-    paths = {}
-    for name, shapes in (("light", False), ("shaped", True)):
-        with profile(record_shapes=shapes) as prof:
-            for index in range(2):
-                with record_function(f"ProfilerStep#{index}"):
-                    lstm(sequence)[0].sum().backward()
-        paths[name] = tmp_path / f"{name}.json"
-        prof.export_chrome_trace(str(paths[name]))
-    light = overhead_events_of_trace(paths["light"])
-    assert light.mean_events("rnn") == 2 and light.mean_events("rnn_backward") == 2  # a layer each, both ways
-    assert light.mean_events("rnn_step") == 0  # no shapes: no time steps
-    both = overhead_events_of_trace(paths["light"], shapes_path=paths["shaped"])
-    assert both.mean_events("rnn_step") == 14 and both.mean_events("rnn_backward_step") == 14
 
 
 def test_a_onednn_convolution_counts_under_its_kind_and_its_set_up_kind_with_no_time_steps() -> None:
@@ -179,6 +130,3 @@ def test_a_onednn_convolution_counts_under_its_kind_and_its_set_up_kind_with_no_
     ]
     counted = overhead_events(step)
     assert counted.events_per_step == (_kinds(call=1, nested=2, conv=1),)
-    # Shapes that look like an RNN's (three dimensions) give a convolution no time steps.
-    shaped = _rnn_layer("aten::mkldnn_convolution", 20, 250, time_steps=35)
-    assert time_steps_per_call([shaped]) == {}

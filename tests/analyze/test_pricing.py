@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 
 import pytest
 import torch
 
 from tests.helpers.marks import contended
-from tests.helpers.pricing import PRICES, _events
+from tests.helpers.pricing import PRICES, _dispatch_workloads, _events, _workload
 from tests.helpers.sweeps import diagnose
 from tests.helpers.synthetic_models import FewLargeMatmuls, ManyTinyOps
 from torchbenchmark.analyze import pricing, verdict
 from torchbenchmark.analyze.overhead import PRICED_KINDS, OverheadEvents
 from torchbenchmark.measure import calibration as calibrating
-from torchbenchmark.measure.schedstat import busy_machine
 from torchbenchmark.results.kinds import CALIBRATION_SPREAD_FRACTION
 from torchbenchmark.results.spec import Budget
 
@@ -124,21 +122,6 @@ def test_without_a_replay_the_real_gap_stands_and_the_low_end_counts_the_ops_alo
     assert verdict.borderline(real.interval) and not verdict.borderline(replayed.interval)
 
 
-def _workload(name: str, call: float, nested: float = 0, autograd: float = 0, gap_us: float = 0.0) -> pricing.Counted:
-    return pricing.Counted(name, {"call": call, "nested": nested, "autograd": autograd}, gap_us)
-
-
-def _dispatch_workloads() -> list[pricing.Counted]:
-    """The loops that price call, nested and autograd, which the set-up kinds are priced beyond."""
-    return [
-        _workload("loop", 0),
-        _workload("add", 1),
-        _workload("embedding_bag", 1, 42),
-        _workload("backward_1", 3, 6, 10),
-        _workload("backward_8", 10, 6, 31),
-    ]
-
-
 def test_prices_from_timings_recover_known_per_event_prices() -> None:
     loop, call, nested, autograd = 0.05, 0.9, 0.2, 0.7
     workloads = [
@@ -203,52 +186,6 @@ def test_a_backward_whose_nodes_ran_on_another_thread_prices_them_at_nothing() -
     assert prices.autograd_us == 0.0 and prices.call_us == pytest.approx(0.9)
 
 
-def test_prices_from_timings_recover_an_rnn_calls_set_up_and_time_step() -> None:
-    """An RNN call costs its events' dispatch, a set-up, and a price per time step; backward beside the
-    forward it runs and the engine's entry, which a shallow backward pays too."""
-    loop, call, nested, autograd, engine = 0.05, 0.9, 0.2, 0.7, 9.0
-    setup, step, back_setup, back_step = 30.0, 0.25, 90.0, 1.0
-    long = pricing.RNN_TIME_STEPS
-
-    def rnn(name: str, steps: int, backward: bool) -> pricing.Counted:
-        events = {"call": 1, "nested": 12, "autograd": 5 if backward else 0, "rnn": 1, "rnn_step": steps}
-        if backward:
-            events |= {"rnn_backward": 1, "rnn_backward_step": steps}
-        return pricing.Counted(name, events, time_steps=steps)
-
-    workloads = [
-        *_dispatch_workloads(),
-        rnn("rnn_1", 1, False),
-        rnn(f"rnn_{long}", long, False),
-        rnn("rnn_backward_1", 1, True),
-        rnn(f"rnn_backward_{long}", long, True),
-    ]
-    unit = {
-        "call": call,
-        "nested": nested,
-        "autograd": autograd,
-        "rnn": setup,
-        "rnn_step": step,
-        "rnn_backward": back_setup,
-        "rnn_backward_step": back_step,
-    }
-
-    def cost(w: pricing.Counted) -> float:
-        fixed = engine if "backward" in w.name else 0.0
-        return loop + fixed + sum(count * unit[kind] for kind, count in w.events.items())
-
-    costs = {w.name: cost(w) for w in workloads}
-    dispatch = pricing.prices_from_timings(workloads[:5], costs)
-    assert dispatch.rnn_us == dispatch.rnn_backward_step_us == 0.0  # priced apart, for a step that calls one
-    prices = pricing.with_rnn_prices(dispatch, workloads, costs)
-    assert (prices.call_us, prices.nested_us, prices.autograd_us) == (pytest.approx(call), pytest.approx(nested), pytest.approx(autograd))
-    assert prices.rnn_us == pytest.approx(setup) and prices.rnn_step_us == pytest.approx(step)
-    assert prices.rnn_backward_us == pytest.approx(back_setup) and prices.rnn_backward_step_us == pytest.approx(back_step)
-    forward = [w for w in workloads if "backward" not in w.name or w.name == "backward_1"]
-    eval_only = pricing.with_rnn_prices(dispatch, forward, costs)  # an eval step: no backward loops, no backward price
-    assert eval_only.rnn_step_us == pytest.approx(step) and eval_only.rnn_backward_us == 0.0
-
-
 def test_prices_from_timings_price_a_convolutions_set_up_beyond_its_events_dispatch() -> None:
     """A oneDNN convolution costs its events' dispatch and a primitive built on every call: the set-up is
     what the loop costs beyond the events, and its nested events do not raise the nested price."""
@@ -269,39 +206,6 @@ def test_estimate_prices_each_convolution_once_more_for_its_set_up() -> None:
     counts = {"call": 10, "nested": 40, "autograd": 0, "conv": 4}
     events = OverheadEvents(events_per_step=(counts,), python_gap_us_per_step=(0.0,))
     assert pricing.estimate(events, pricing.Calibration(repeats=(prices,)), step_ms=1.0).overhead_us == pytest.approx(20 + 4 * 150)
-
-
-def test_an_rnn_layer_is_priced_at_the_cases_threads_where_a_time_step_costs_more_under_no_grad() -> None:
-    """oneDNN's RNN layer forks and joins the threads at every time step under no_grad: priced at two threads,
-    a time step costs more than at one, in the repeats of the calibration it adds to, whose other prices stay."""
-    cpu, before = torch.device("cpu"), torch.get_num_threads()
-    calibration = pricing.Calibration(repeats=(PRICES, dataclasses.replace(PRICES, call_us=1.2)))
-    by_threads = {}
-    for threads in (1, 2):
-        torch.set_num_threads(threads)
-        try:
-            by_threads[threads] = calibrating.with_rnn_prices(calibration, cpu, train=False, calls=200, profiled_calls=20)
-        finally:
-            torch.set_num_threads(before)
-    one, two = by_threads[1], by_threads[2]
-    assert [p.call_us for p in two.repeats] == [1.0, 1.2] and all(p.rnn_backward_us == 0.0 for p in two.repeats)
-    if torch.backends.mkldnn.is_available():
-        assert all(p.rnn_us > 0 for p in one.repeats)
-        if (os.cpu_count() or 1) >= 2:
-            # A timed figure: right, or a machine the tool itself calls too busy for two threads (its own mark).
-            assert two.prices.rnn_step_us > one.prices.rnn_step_us + 0.1 or busy_machine(2), (one.prices, two.prices)
-
-
-def test_estimate_prices_an_rnn_calls_set_up_and_time_steps() -> None:
-    prices = dataclasses.replace(PRICES, rnn_us=30.0, rnn_step_us=0.25, rnn_backward_us=90.0, rnn_backward_step_us=1.0)
-    counts = {"call": 10, "nested": 40, "autograd": 0, "rnn": 2, "rnn_step": 70, "rnn_backward": 2, "rnn_backward_step": 70}
-    events = OverheadEvents(events_per_step=(counts,), python_gap_us_per_step=(5.0,))
-    priced = pricing.estimate(events, pricing.Calibration(repeats=(prices,)), step_ms=1.0)
-    assert priced.overhead_us == pytest.approx(10 * 1.0 + 40 * 0.25 + 2 * 30 + 70 * 0.25 + 2 * 90 + 70 * 1.0)
-    # An older row's events, without the set-up kinds, price as before.
-    assert pricing.estimate(_events(10, 40, 0, (5.0,)), pricing.Calibration(repeats=(prices,)), step_ms=1.0).overhead_us == pytest.approx(
-        20
-    )
 
 
 @pytest.mark.slow

@@ -9,18 +9,16 @@ Kinds of op event (each priced on this machine by ``measure.calibration``, see `
 Some ops build their kernel anew on every call, before any arithmetic: oneDNN's convolutions and RNN
 layers create their primitive per call (130 to 170 µs a convolution here, whatever its shape), and an RNN
 layer steps through time inside one event. Such an event counts under its kind above and once more under
-its set-up kind; an RNN layer's time steps count under a kind of their own, known only from a trace that
-recorded shapes (``time_steps_per_call``).
+its set-up kind; an RNN layer's time steps count under a kind of their own (``analyze.rnn``).
 """
 
 from __future__ import annotations
 
 import bisect
 import dataclasses
-import gzip
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +27,6 @@ from torchbenchmark.analyze.trace import Event, is_step, load_events, parents, s
 EVENT_KINDS = ("call", "nested", "autograd")
 SETUP_OPS = {"aten::mkldnn_rnn_layer": "rnn", "aten::mkldnn_rnn_layer_backward": "rnn_backward", "aten::mkldnn_convolution": "conv"}
 SETUP_KINDS = tuple(SETUP_OPS.values())
-RNN_OP = "aten::mkldnn_rnn_layer"  # its backward's name begins with it too
 TIME_STEP_KINDS = {kind: f"{kind}_step" for kind in ("rnn", "rnn_backward")}  # the set-up kinds that step through time
 PRICED_KINDS = EVENT_KINDS + SETUP_KINDS + tuple(TIME_STEP_KINDS.values())
 AUTOGRAD_NODE_PREFIX = "autograd::engine::evaluate_function"
@@ -80,34 +77,6 @@ class OverheadEvents:
         gaps = tuple(max(0.0, gap - blocked_us) for gap in self.python_gap_us_per_step)
         least = None if self.least_python_gap_us is None else max(0.0, self.least_python_gap_us - blocked_us)
         return dataclasses.replace(self, python_gap_us_per_step=gaps, least_python_gap_us=least)
-
-    def with_time_steps(self, per_call: dict[str, float]) -> OverheadEvents:
-        """These events with each set-up kind's time steps counted, at ``per_call`` time steps a call."""
-        counted = tuple(
-            {**step, **{TIME_STEP_KINDS[kind]: step[kind] * steps for kind, steps in per_call.items()}} for step in self.events_per_step
-        )
-        return dataclasses.replace(self, events_per_step=counted)
-
-
-def time_steps_per_call(events: Iterable[Event]) -> dict[str, float]:
-    """The mean time steps of a call of each kind that steps through time, from a trace that recorded shapes."""
-    calls = ((str(event.get("name", "")), (event.get("args") or {}).get("Input Dims")) for event in events if event.get("ph") == "X")
-    return time_steps_of_calls((name, dims) for name, dims in calls if dims)
-
-
-def time_steps_of_calls(calls: Iterable[tuple[str, Sequence[Sequence[int]]]]) -> dict[str, float]:
-    """The mean time steps of a call of each kind that steps through time, from each call's (op name, input
-    shapes).
-
-    An RNN layer's input is time-major, (time, batch, features). A kind left out had no call with that
-    shape (a packed sequence's input is 2-d): its time steps are not known.
-    """
-    steps: dict[str, list[int]] = defaultdict(list)
-    for name, dims in calls:
-        kind = SETUP_OPS.get(name)
-        if kind in TIME_STEP_KINDS and dims and len(dims[0]) == 3:
-            steps[kind].append(int(dims[0][0]))
-    return {kind: statistics.fmean(counts) for kind, counts in steps.items()}
 
 
 def _step(ops: Sequence[Event], start: float, end: float) -> tuple[dict[str, float], list[float]]:
@@ -171,23 +140,7 @@ def overhead_events(events: Sequence[Event], timed_us: Sequence[float] = ()) -> 
     return OverheadEvents(tuple(counts), tuple(sum(gaps) for gaps in gap_lists), least)
 
 
-def calls_rnn(path: str | Path) -> bool:
-    """Whether a trace holds a oneDNN RNN layer's call: read as text, not parsed (its op names are JSON strings)."""
-    opener: Any = gzip.open if str(path).endswith(".gz") else open
-    tail = ""  # a name may straddle two chunks
-    with opener(path, "rt", encoding="utf-8") as stream:
-        for chunk in iter(lambda: stream.read(1 << 22), ""):
-            if RNN_OP in tail + chunk:
-                return True
-            tail = chunk[-len(RNN_OP) :]
-    return False
-
-
-def overhead_events_of_trace(path: str | Path, shapes_path: str | Path | None = None, timed_ms: Sequence[float] = ()) -> OverheadEvents:
-    """The overhead events of a light trace whose steps were timed at ``timed_ms`` (``overhead_events``);
-    ``shapes_path``, a trace of the same model that recorded shapes (the detailed profile's), is read for the
-    time steps of its set-up ops, only when it holds some."""
-    events = overhead_events(load_events(path), [ms * 1e3 for ms in timed_ms])
-    if shapes_path is not None and any(events.mean_events(kind) for kind in TIME_STEP_KINDS):
-        events = events.with_time_steps(time_steps_per_call(load_events(shapes_path)))
-    return events
+def overhead_events_of_trace(path: str | Path, timed_ms: Sequence[float] = ()) -> OverheadEvents:
+    """The overhead events of a light trace whose steps were timed at ``timed_ms`` (``overhead_events``); an RNN
+    layer's time steps are counted apart (``analyze.rnn.with_time_steps``): the light trace holds no shapes."""
+    return overhead_events(load_events(path), [ms * 1e3 for ms in timed_ms])

@@ -20,8 +20,7 @@ slowness a long op leaves behind in the caches, and the interval's low end count
 Prices come in order, each from loops whose other kinds are already priced (``prices_from_timings``):
 ``call`` from ops that nest nothing, ``nested`` pooled over ops that nest many, ``autograd`` from the
 difference between a deep and a shallow backward (the engine's fixed entry cost cancels), then a
-convolution's set-up from a loop of one, and an RNN layer's set-up and time step from loops over 1 and
-``RNN_TIME_STEPS`` time steps.
+convolution's set-up from a loop of one (an RNN layer's, for a step that calls one: ``analyze.rnn``).
 
 The interval brackets the same sum by what was measured on each side of it: at its low end each kind of
 op at the cheapest op of its kind the calibration timed and the replayed gap (the glue warm); at its top
@@ -40,10 +39,8 @@ import dataclasses
 import statistics
 from collections.abc import Mapping, Sequence
 
-from torchbenchmark.analyze.overhead import EVENT_KINDS, PRICED_KINDS, SETUP_KINDS, TIME_STEP_KINDS, OverheadEvents
+from torchbenchmark.analyze.overhead import EVENT_KINDS, PRICED_KINDS, SETUP_KINDS, OverheadEvents
 
-# The time steps of the calibration's longer RNN loop: with the one-step loop, a line through set-up and step.
-RNN_TIME_STEPS = 33
 # The prices that are an end of the interval: the calibration's extremes, one op each (the cheapest nested op
 # a residual of some tens of ns), no measure of the machine's pace (``analyze.compare``'s drift).
 INTERVAL_ENDS = ("call_least_us", "call_most_us", "call_gap_least_us", "call_gap_most_us", "nested_least_us", "nested_most_us")
@@ -127,7 +124,7 @@ def prices_from_timings(workloads: Sequence[Counted], cost_us: Mapping[str, floa
 
     ``cost_us`` must hold ``loop`` (an empty loop body), workloads that nest nothing, workloads that nest
     ops, and ``backward_1`` and ``backward_8``; ``conv``, where given and where it ran on oneDNN, prices a
-    convolution's set-up. An RNN layer is priced apart (``with_rnn_prices``), for a step that calls one.
+    convolution's set-up. An RNN layer is priced apart (``analyze.rnn``), for a step that calls one.
     """
     by_name = {w.name: w for w in workloads}
     net = {name: max(0.0, cost - cost_us["loop"]) for name, cost in cost_us.items()}
@@ -158,38 +155,6 @@ def prices_from_timings(workloads: Sequence[Counted], cost_us: Mapping[str, floa
 def _builds(workload: Counted) -> bool:
     """Whether a calibration loop's op builds its kernel on each call (a set-up kind, priced apart)."""
     return bool(workload.time_steps) or any(workload.events.get(kind) for kind in SETUP_KINDS)
-
-
-def with_rnn_prices(prices: Prices, workloads: Sequence[Counted], cost_us: Mapping[str, float]) -> Prices:
-    """``prices`` with an RNN layer's set-up and time step priced, forward and, where its loops are given, backward.
-
-    ``cost_us`` must hold ``loop`` and the loops over 1 and ``RNN_TIME_STEPS`` time steps (``rnn_1``,
-    ``rnn_33``; ``rnn_backward_1``, ``rnn_backward_33`` with ``backward_1``, whose engine entry a backward
-    pays too); a kind whose layer did not run on oneDNN keeps its price of 0.
-    """
-    by_name = {w.name: w for w in workloads}
-    net = {name: max(0.0, cost - cost_us["loop"]) for name, cost in cost_us.items()}
-    for kind, engine in (("rnn", None), ("rnn_backward", by_name.get("backward_1"))):
-        prices = _price_rnn(prices, kind, by_name, net, engine)
-    return prices
-
-
-def _price_rnn(prices: Prices, kind: str, by_name: Mapping[str, Counted], net: Mapping[str, float], engine: Counted | None) -> Prices:
-    """An RNN call costs, beyond its events' dispatch, set-up + time steps * step: a line through the short and
-    the long loop. Backward is priced beyond what entering the engine costs a shallow backward too."""
-    short, long = by_name.get(f"{kind}_1"), by_name.get(f"{kind}_{RNN_TIME_STEPS}")
-    if short is None or long is None or not short.events.get(kind) or not long.events.get(kind):
-        return prices
-
-    def unpriced_us(workload: Counted) -> float:
-        return net[workload.name] - sum(workload.events.get(k, 0) * prices.of(k) for k in PRICED_KINDS)
-
-    def per_call_us(workload: Counted) -> float:
-        return (unpriced_us(workload) - (unpriced_us(engine) if engine else 0.0)) / workload.events[kind]
-
-    step_us = max(0.0, (per_call_us(long) - per_call_us(short)) / (long.time_steps - short.time_steps))
-    setup_us = max(0.0, per_call_us(short) - step_us * short.time_steps)
-    return dataclasses.replace(prices, **{f"{kind}_us": setup_us, f"{TIME_STEP_KINDS[kind]}_us": step_us})
 
 
 # The estimate's terms (``Estimate.terms_us``), each in one line: what it counts, and at what price.

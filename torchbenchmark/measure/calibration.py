@@ -20,8 +20,9 @@ import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile, record_function
 
 from torchbenchmark.analyze.overhead import TIME_STEP_KINDS, overhead_events_of_trace
-from torchbenchmark.analyze.pricing import RNN_TIME_STEPS, Calibration, Counted, Prices, prices_from_timings
-from torchbenchmark.analyze.pricing import with_rnn_prices as rnn_priced
+from torchbenchmark.analyze.pricing import Calibration, Counted, Prices, prices_from_timings
+from torchbenchmark.analyze.rnn import RNN_TIME_STEPS
+from torchbenchmark.analyze.rnn import with_rnn_prices as rnn_priced
 from torchbenchmark.measure.harness import device_sync
 from torchbenchmark.measure.native_logs import quiet_kineto
 from torchbenchmark.measure.steady import intra_op_threads
@@ -102,7 +103,7 @@ def with_rnn_prices(
     calibration: Calibration, device: torch.device, train: bool, calls: int = 1000, profiled_calls: int = 300
 ) -> Calibration:
     """``calibration`` with an RNN layer's set-up and time step priced in each repeat, forward and, for a ``train``
-    step, backward (``analyze.pricing.with_rnn_prices``): for a step that calls an RNN layer, and only there.
+    step, backward (``analyze.rnn.with_rnn_prices``): for a step that calls an RNN layer, and only there.
 
     Unlike the rest of the calibration, the loops run at this process's intra-op threads, the case's: oneDNN's
     RNN layer opens a parallel region at every time step, whatever its width, so at two threads a time step

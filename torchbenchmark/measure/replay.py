@@ -31,7 +31,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
 from torchbenchmark.analyze import timesplit
-from torchbenchmark.analyze.overhead import OverheadEvents, overhead_events_of_trace, time_steps_of_calls
+from torchbenchmark.analyze.overhead import OverheadEvents, overhead_events_of_trace
+from torchbenchmark.analyze.rnn import time_steps_of_calls
 from torchbenchmark.measure.harness import StepTimer, timed_call
 from torchbenchmark.measure.profiling import ProfileRun, run_profile
 

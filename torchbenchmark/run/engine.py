@@ -19,7 +19,8 @@ import torch
 from torchbenchmark.analyze import pricing, timesplit, verdict
 from torchbenchmark.analyze.attribution import attribute_trace
 from torchbenchmark.analyze.bound import bound_of
-from torchbenchmark.analyze.overhead import PRICED_KINDS, SETUP_OPS, calls_rnn, overhead_events_of_trace
+from torchbenchmark.analyze.overhead import PRICED_KINDS, SETUP_OPS, overhead_events_of_trace
+from torchbenchmark.analyze.rnn import calls_rnn, with_time_steps
 from torchbenchmark.analyze.scaling import scaling_batch_sizes, scaling_budget, scaling_from_steps
 from torchbenchmark.analyze.stats import relative_change_pct
 from torchbenchmark.analyze.steps import TraceSummary, check_complete, summarize_trace
@@ -282,10 +283,9 @@ def analyse(spec: CaseSpec, measured: Measured, out_dir: Path, meta: ModelMeta) 
     title = f"{meta.name} {spec.mode} {spec.device}"
     write_atomic(light_run.trace_path.parent / outdir.top_ops_name(outdir.spec_stem(spec)), render_top_ops(title, light))
     steps = measured.characterisation.steps
-    events = overhead_events_of_trace(light_run.trace_path, detailed.trace_path if detailed else None, light_run.steps.times_ms)
+    events = overhead_events_of_trace(light_run.trace_path, light_run.steps.times_ms)
     warm, diverged = replay.trusted(measured.warm, events.mean_events("call"))
-    if detailed is None and warm is not None:  # the light trace has no shapes: the replay saw the RNN calls' inputs
-        events = events.with_time_steps(warm.time_steps)
+    events = with_time_steps(events, detailed.trace_path if detailed else None, warm.time_steps if warm else None)
     # The steps no other work on the machine stretched; on a CPU, what each spent blocked (a sleep) is no overhead.
     events = events.only(timesplit.kept(light_run.samples))
     events = events if on_gpu else events.less(timesplit.blocked_us(light_run.samples))
