@@ -66,14 +66,15 @@ class SmallLSTM(PlainModel):
 
 class GlueCountedInATensor:
     """300 rounds of glue a step (a tiny op and some Python each), their number read back from a running total the
-    step adds to in place: replayed, the add is not made, the total stands still, and the step runs no glue."""
+    step adds to in place, a float: replayed, the add is not made, the total stands still, and the step runs no glue.
+    (An integer total would be computed each call, as an index is: ``measure.replay._steers``.)"""
 
     name = "glue_counted_in_a_tensor"
     rounds = 300
 
     def __init__(self, device: str = "cpu", batch_size: int | None = None) -> None:
         self.x = torch.randn(batch_size or 8, device=device)
-        self.total = torch.zeros((), dtype=torch.int64)
+        self.total = torch.zeros((), dtype=torch.float64)
         self.seen = 0
         self.log: dict[int, float] = {}
 

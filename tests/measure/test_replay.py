@@ -51,6 +51,29 @@ def test_an_op_first_computed_on_two_replayed_results_that_share_memory_reads_a_
     assert a.data_ptr() == b.data_ptr() and a[0].tolist() == [2.0, 2.0]  # computed once, on a copy of b
 
 
+def test_an_index_is_computed_on_every_call_from_the_replayed_values_it_is_given() -> None:
+    """A mixture of experts' routing at decode: a permutation sorted from the router's choice, inverted into a fresh
+    buffer and indexed by. Replayed, one call's buffer held another call site's values and indexed past the tensor;
+    an integer output is computed each call, so it stays in bounds, while the float arithmetic is replayed."""
+    weights = torch.randn(2, 8)
+    with replay.Replay() as mode:
+        for choice in ([1, 0], [0, 1], [1, 0]):
+            scratch = torch.empty_like(torch.tensor([5, 7]))  # the same op and layout as the buffer below
+            scratch.fill_(10**9)
+            perm = torch.sort(torch.tensor(choice))[1]
+            inverse = torch.empty_like(perm)
+            inverse[perm] = torch.arange(perm.size(0))
+            assert inverse.tolist() == torch.argsort(torch.tensor(choice)).argsort().tolist()
+            gathered = (weights * 2.0)[inverse]
+    assert gathered.shape == (2, 8)
+    count = torch.zeros((), dtype=torch.int64)
+    with replay.Replay():
+        seen = [int(count.add_(1)) for _ in range(3)]  # a count read back into Python
+    assert seen == [1, 2, 3]
+    products = [key for key in mode.recorded if key[0] is torch.ops.aten.mul.Tensor]
+    assert products and all(mode.recorded[key][0] is not replay.COMPUTED for key in products)  # floats: replayed
+
+
 def test_a_replayed_train_step_runs_backward_and_the_optimizer_in_place() -> None:
     net = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
     optimizer = torch.optim.SGD(net.parameters(), lr=0.1)

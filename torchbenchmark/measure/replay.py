@@ -69,7 +69,8 @@ class Abandoned(Exception):
 class Replay(TorchDispatchMode):
     """Computes each (op, argument shapes, dtypes and strides, other arguments) once; after that returns
     what it returned (detached, so autograd records a fresh output each time), or the argument an
-    in-place op wrote, without computing."""
+    in-place op wrote, without computing. An op whose output is an integer tensor is computed on every
+    call (``_steers``)."""
 
     def __init__(self, max_bytes: int = MAX_BYTES, deadline_s: float = math.inf, watch: Collection[str] = ()) -> None:
         super().__init__()
@@ -92,8 +93,11 @@ class Replay(TorchDispatchMode):
         if self.watch and func._schema.name in self.watch:
             self.inputs.append((func._schema.name, [list(a.shape) for a in flat if isinstance(a, torch.Tensor)]))
         found = self.recorded.get(key)
-        if found is None:
+        if found is None or found[0] is COMPUTED:
             out = _computed(func, args, kwargs)
+            if _steers(out):  # an index or a count: computed each call, from the values it is given
+                self.recorded[key] = (COMPUTED, None)
+                return out
             written = next((i for i, a in enumerate(flat) if a is out), None)  # an in-place op returns its argument
             if written is None:
                 self._hold(out)
@@ -113,6 +117,21 @@ class Replay(TorchDispatchMode):
                     self.held_bytes += storage.nbytes()
         if self.held_bytes > self.max_bytes:
             raise Abandoned(f"the step's outputs hold more than {self.max_bytes >> 30} GiB")
+
+
+COMPUTED = object()  # a recorded op computed on every call (``_steers``)
+INTEGER_DTYPES = frozenset({torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64})
+
+
+def _steers(out: Any) -> bool:
+    """Whether an op's output is an integer: a tensor of them, an index (a router's experts, a sort's permutation)
+    or a count that later ops index or size by, or one read into Python (``int(count)``). Replayed, an index another
+    call of the op computed, or a buffer another call site wrote, can point past the tensor it indexes, and a count
+    stands still; computed from the replayed values it is given, an index stays in bounds. Such tensors are small
+    beside the activations they index."""
+    if isinstance(out, int):
+        return not isinstance(out, bool)
+    return any(isinstance(t, torch.Tensor) and t.dtype in INTEGER_DTYPES for t in tree_flatten(out)[0])
 
 
 def _computed(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
