@@ -144,6 +144,16 @@ def test_what_every_step_spent_blocked_leaves_its_gaps() -> None:
     assert sleeping.less(20_000.0).python_gap_us_per_step == (0.0, 0.0) and sleeping.less(0.0) is sleeping
 
 
+def test_a_step_that_waited_for_a_cpu_is_no_measure_of_what_every_step_spent_blocked() -> None:
+    """A sleeper's 10 ms steps, 9 ms asleep; in one, a wait of 4.3 ms ended after the boundary read the clock and
+    before it read the kernel's account, so that step counts the wait in 10 ms of wall time and reads 4.8 ms blocked."""
+    clean = [(10_000_000, 900_000, 50_000, 0)] * 9
+    waited = (10_000_000, 900_000, 4_300_000, 0)
+    assert timesplit.blocked_us([*clean, waited]) == pytest.approx(9050.0)
+    # Where too few steps are clean every step counts (and the row is marked contended).
+    assert timesplit.blocked_us([waited, waited, clean[0]]) == pytest.approx(4800.0)
+
+
 def test_only_the_clean_steps_count_and_the_least_gaps_stay() -> None:
     sleeping = OverheadEvents(({"call": 10}, {"call": 20}, {"call": 30}), (9100.0, 9600.0, 9300.0), least_python_gap_us=9050.0)
     # Steps left out were stretched by other work: the rest keep their gaps, and the least gaps stay.
