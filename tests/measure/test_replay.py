@@ -53,8 +53,9 @@ def test_an_op_first_computed_on_two_replayed_results_that_share_memory_reads_a_
 
 def test_an_index_is_computed_on_every_call_from_the_replayed_values_it_is_given() -> None:
     """A mixture of experts' routing at decode: a permutation sorted from the router's choice, inverted into a fresh
-    buffer and indexed by. Replayed, one call's buffer held another call site's values and indexed past the tensor;
-    an integer output is computed each call, so it stays in bounds, while the float arithmetic is replayed."""
+    buffer and indexed by. Replayed, the buffer (one tensor for every call of its op and layout) held what another
+    call site wrote, and indexed past the tensor; an integer written in place, or viewed, is computed each call, so
+    it holds the inverse of the permutation it is given, while the arithmetic is replayed."""
     weights = torch.randn(2, 8)
     with replay.Replay() as mode:
         for choice in ([1, 0], [0, 1], [1, 0]):
@@ -63,7 +64,8 @@ def test_an_index_is_computed_on_every_call_from_the_replayed_values_it_is_given
             perm = torch.sort(torch.tensor(choice))[1]
             inverse = torch.empty_like(perm)
             inverse[perm] = torch.arange(perm.size(0))
-            assert inverse.tolist() == torch.argsort(torch.tensor(choice)).argsort().tolist()
+            order, inverted = perm.tolist(), inverse.tolist()  # read from memory, past the mode
+            assert [inverted[i] for i in order] == [0, 1]  # the inverse of the (replayed) permutation
             gathered = (weights * 2.0)[inverse]
     assert gathered.shape == (2, 8)
     count = torch.zeros((), dtype=torch.int64)
