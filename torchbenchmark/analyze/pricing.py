@@ -100,13 +100,12 @@ class Calibration:
 
     @property
     def spread_pct(self) -> float:
-        """How far the median repeat's call price lies above the lower quartile's, in % of the median: a spell of
-        load that slowed at least half the repeats (one that slowed fewer leaves the median, and no mark)."""
+        """How far the median repeat's call price lies above the least, in % of the median: a spell of load that
+        slowed at least half the repeats (one that slowed fewer leaves the median; preemption only adds, so the
+        least is the nearest the truth)."""
         calls = [p.call_us for p in self.repeats]
-        if len(calls) < 2 or not statistics.median(calls):
-            return 0.0
-        low = statistics.quantiles(calls, n=4, method="inclusive")[0]
-        return 100 * (statistics.median(calls) - low) / statistics.median(calls)
+        median = statistics.median(calls) if calls else 0.0
+        return 100 * (median - min(calls)) / median if median else 0.0
 
 
 @dataclasses.dataclass(frozen=True)

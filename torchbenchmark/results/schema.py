@@ -144,7 +144,7 @@ class CaseResult(Record):
         if self.dispatch is not None:  # the estimate's own readings: its prices, its replayed gap
             spread, above = self.dispatch.calibration_spread_pct or 0.0, self.dispatch.replay_above_real or 0.0
             if spread > 100 * CALIBRATION_SPREAD_FRACTION:
-                reasons.append(f"prices read under load: the calibration's median {spread:.0f}% above its lower quartile")
+                reasons.append(f"prices read under load: the calibration's median {spread:.0f}% above its least repeat")
             if above > REPLAY_ABOVE_REAL_FRACTION:
                 reasons.append(f"replay read under load: its gap {100 * above:.0f}% above the real step's")
         return tuple(reasons)
