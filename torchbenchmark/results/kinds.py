@@ -82,7 +82,7 @@ PROCESSES_APART_FRACTION = 0.25
 CALIBRATION_SPREAD_FRACTION = 0.15
 # A row's replay was read under load when its gap lies above the real steps' by more than this share. The replay
 # runs the real step's glue warm, so its gap is at most theirs, but for the replay's own leftover cost: quiet, up
-# to 17% above (efficientnet_b0 train in the reference run; pyhpc, whose glue runs warm in the real step too,
+# to 17% above (efficientnet_b0 train in a reference run; pyhpc, whose glue runs warm in the real step too,
 # 12%); in a spell of the host's load, 48% and 59%
 # (soft_actor_critic eval's replayed gap 36.5 µs, where it read 18 to 22 alone; benchmarks/RESULTS.md).
 REPLAY_ABOVE_REAL_FRACTION = 0.30
