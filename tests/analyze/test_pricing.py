@@ -114,6 +114,40 @@ def test_the_calibrations_spread_is_how_far_its_median_lies_above_its_least_repe
     assert calibration((1.0,)).spread_pct == 0.0
 
 
+def test_the_gap_a_call_leaves_is_read_at_each_moment_and_a_spell_over_two_marks_the_row() -> None:
+    """The gap each call leaves is taken off the step's, so a spell over the light profile that reads it moves the
+    estimate as much as one over the timed bursts: the gaps have the moments and the spread the prices have."""
+    quiet, slowed = (0.64, 0.65, 0.66), (0.95, 0.95, 0.95)
+
+    def calibration(gaps: tuple[float, ...]) -> pricing.Calibration:
+        return pricing.Calibration(tuple(dataclasses.replace(PRICES, call_us=0.85, call_gap_us=us) for us in gaps))
+
+    one, two = calibration(slowed + quiet + quiet), calibration(quiet + slowed + slowed)
+    assert one.prices.call_gap_us == 0.66 and one.spread_pct < 100 * CALIBRATION_SPREAD_FRACTION
+    assert two.prices.call_gap_us == 0.95 and two.spread_pct == pytest.approx(100 * (0.95 - 0.64) / 0.95)
+    assert two.spread_pct > 100 * CALIBRATION_SPREAD_FRACTION
+
+
+@pytest.mark.slow
+def test_each_moment_profiles_the_loops_for_the_gaps_its_repeats_are_priced_with(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A moment whose light profile ran in a spell prices its own repeats with those gaps, and no other moment's."""
+    count = calibrating._count_events
+    profiled = []
+
+    def counted(workloads: list[calibrating.Workload], device: torch.device, iterations: int) -> list[pricing.Counted]:
+        found = count(workloads, device, iterations)
+        profiled.append(found)
+        spell = 0.3 if len(profiled) == 2 else 0.0  # the second moment's profile is slowed
+        return [dataclasses.replace(w, gap_us=w.gap_us + spell * sum(w.events.values())) for w in found]
+
+    monkeypatch.setattr(calibrating, "_count_events", counted)
+    moments = calibrating.Calibrating(torch.device("cpu"), calls=100, profiled_calls=20)
+    repeats = [moments.moment(repeats=1).repeats[-1] for _ in range(3)]
+    assert len(profiled) == 3
+    assert repeats[1].call_gap_us > max(repeats[0].call_gap_us, repeats[2].call_gap_us) + 0.2
+    assert moments.calibration.prices.call_gap_us < repeats[1].call_gap_us
+
+
 def test_without_a_replay_the_real_gap_stands_and_the_low_end_counts_the_ops_alone() -> None:
     calibration = pricing.Calibration(repeats=(PRICES,))
     events = _events(100, 300, 200, (500.0,))

@@ -100,12 +100,16 @@ class Calibration:
 
     @property
     def spread_pct(self) -> float:
-        """How far the median repeat's call price lies above the least, in % of the median: a spell of load that
-        slowed at least half the repeats (one that slowed fewer leaves the median; preemption only adds, so the
-        least is the nearest the truth)."""
-        calls = [p.call_us for p in self.repeats]
-        median = statistics.median(calls) if calls else 0.0
-        return 100 * (median - min(calls)) / median if median else 0.0
+        """How far the median repeat's call price, or the gap a call leaves, lies above the least, in % of the median:
+        a spell of load that slowed at least half the repeats (one that slowed fewer leaves the median; preemption
+        only adds, so the least is the nearest the truth)."""
+        return max((_above_least([getattr(p, name) for p in self.repeats]) for name in ("call_us", "call_gap_us")), default=0.0)
+
+
+def _above_least(values: Sequence[float]) -> float:
+    """How far the median of ``values`` lies above the least, in % of the median; 0 without values."""
+    median = statistics.median(values) if values else 0.0
+    return 100 * (median - min(values)) / median if median else 0.0
 
 
 @dataclasses.dataclass(frozen=True)

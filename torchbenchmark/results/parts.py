@@ -206,7 +206,7 @@ class Dispatch(Record):
     scaling_failed: str | None = None  # --scaling: "failed at batch N: why"; the fit, if any, is of the batches before it
     # The CPU estimate's terms, µs a step by name (analyze.pricing.TERMS), summing to the uncapped share x the median step
     terms_us: dict[str, float] | None = json_field(default=None, bound=NON_NEGATIVE)
-    # How far the calibration's median call price lies above its least repeat's, in % of the median
+    # How far the calibration's median call price, or the gap a call leaves, lies above its least repeat's, in % of the median
     calibration_spread_pct: float | None = json_field(default=None, bound=NON_NEGATIVE)
 
     @property
