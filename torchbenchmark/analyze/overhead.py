@@ -55,11 +55,6 @@ class OverheadEvents:
         least = min(self.python_gap_us_per_step, default=0.0)
         return least if self.least_python_gap_us is None else min(least, self.least_python_gap_us)
 
-    @property
-    def median_gap_us(self) -> float:
-        """The Python gap of the median step: the glue as it ran, stalls and all (the interval's top)."""
-        return statistics.median(self.python_gap_us_per_step) if self.python_gap_us_per_step else 0.0
-
     def only(self, keep: Sequence[bool]) -> OverheadEvents:
         """These events for the steps ``keep`` marks (those no other work on the machine stretched).
 

@@ -24,9 +24,8 @@ convolution's set-up from a loop of one (an RNN layer's, for a step that calls o
 
 The interval brackets the same sum by what was measured on each side of it: at its low end each kind of
 op at the cheapest op of its kind the calibration timed and the replayed gap (the glue warm); at its top
-each at the dearest and the median real step's gap where that is the larger (the glue as it ran, its caches
-cold after the arithmetic; each gap at its least is the glue at its quickest, and the share is of the median
-step: with it, pyhpc's top lay up to 1.6 points under its twin's share); each at its median over the calibration's repeats, as the estimate's prices are (a
+each at the dearest and the real steps' gap where that is the larger (the glue as it ran, its caches cold
+after the arithmetic); each at its median over the calibration's repeats, as the estimate's prices are (a
 repeat read under load is no end of it: preemption only adds). A call is priced at an end with the gap that
 same op left: the Python that parses a call's arguments lies in both its price and its gap, so from op to
 op they move together (here a ``view`` cost 0.29 µs less than a ``cat`` and left 0.12 µs less gap). It is a
@@ -200,7 +199,7 @@ def estimate(events: OverheadEvents, calibration: Calibration, step_ms: float, r
     the interval's low end then counts the ops alone.
 
     The gap is each gap's least over the steps (preemption only adds to a gap). The interval (see the module's
-    docstring) prices at the calibration's cheapest and dearest ops, from the replayed gap to the median real step's.
+    docstring) prices at the calibration's cheapest and dearest ops, from the replayed gap to the real one.
     """
     if step_ms <= 0:
         raise ValueError("step time must be positive")
@@ -211,7 +210,7 @@ def estimate(events: OverheadEvents, calibration: Calibration, step_ms: float, r
     terms_us = {kind: per_step[kind] * prices.of(kind) for kind in PRICED_KINDS if per_step[kind]} | {"python": python_us}
     low_gap = gaps.least_gap_us if replayed is not None else 0.0
     low_us = _overhead_us(per_step, low_gap, prices.at("least"))[0]
-    high_us = _overhead_us(per_step, max(gaps.least_gap_us, events.median_gap_us), prices.at("most"))[0]
+    high_us = _overhead_us(per_step, max(gaps.least_gap_us, events.least_gap_us), prices.at("most"))[0]
     interval = (low_us / (step_ms * 1e3), high_us / (step_ms * 1e3))
     return Estimate(per_step, python_us, overhead_us, overhead_us / (step_ms * 1e3), interval, terms_us)
 
