@@ -75,10 +75,11 @@ OTHER_WORK_AT_PCT = 25.0
 # share: as for steps, by more than the differences a comparison would look for.
 PROCESSES_APART_FRACTION = 0.25
 # A row's prices were read under load when its calibration's median call, or the gap a call leaves, lies above
-# the least repeat's, (median - least) / median, by more than this share: a spell slowed at least half its repeats. Over 87
-# calibrations of nine repeats (two runs of benchmarks/RESULTS.md's Verdict accuracy) 84 read at most 8.8%, and
-# three 21 to 34%, in spells of load. The lower quartile in the least's place missed a spell over seven repeats of
-# nine (1.4%: calls at 1.32 to 1.48 µs, the other two at 0.88), its row 1.9 times its twin's overhead.
+# the least repeat's, (median - least) / median, by more than this share: a spell slowed at least half its repeats.
+# Over 87 calibrations of nine repeats (two runs of benchmarks/RESULTS.md's Verdict accuracy) 84 read at most 8.8%,
+# and three 21 to 34%, in spells of load; over 86 of two later runs the call at most 14.9%, the gap at most 7.4%.
+# The lower quartile in the least's place missed a spell over seven repeats of nine (1.4%: calls at 1.32 to
+# 1.48 µs, the other two at 0.88), its row 1.9 times its twin's overhead.
 CALIBRATION_SPREAD_FRACTION = 0.15
 # A row's replay was read under load when its gap lies above the real steps' by more than this share. The replay
 # runs the real step's glue warm, so its gap is at most theirs, but for the replay's own leftover cost: quiet, up
