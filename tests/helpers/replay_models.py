@@ -1,8 +1,9 @@
 """Plain-contract plug-ins for the warm replay: one whose glue runs after large ops, one whose step checks a value,
-one through an LSTM, and twins of glue whose rounds are counted in a tensor and in an int."""
+one through an LSTM, twins of glue whose rounds are counted in a tensor and in an int, and one blocked inside an op."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import torch
@@ -107,3 +108,47 @@ class GlueCountedInAnInt(GlueCountedInATensor):
 
     def count(self) -> int:
         return self.rounds
+
+
+NAP_S = 0.002  # of a step with about 3 ms of glue
+
+
+_LIBRARIES: list[torch.library.Library] = []  # a library's ops go with it
+
+
+def _nap() -> Callable[[torch.Tensor], torch.Tensor]:
+    """An op that sleeps inside its kernel, as a thread waits at a parallel region's join: blocked in an op event,
+    not in a gap. Defined once a process, however often this file is loaded."""
+    try:
+        return torch.ops.torchbenchmark_tests.nap.default
+    except AttributeError:
+        library = torch.library.Library("torchbenchmark_tests", "DEF")
+        library.define("nap(Tensor x) -> Tensor")
+
+        def nap(x: torch.Tensor) -> torch.Tensor:
+            time.sleep(NAP_S)
+            return x.clone()
+
+        library.impl("nap", nap, "CPU")
+        _LIBRARIES.append(library)
+        return torch.ops.torchbenchmark_tests.nap.default
+
+
+class NapsInsideAnOp(PlainModel):
+    """A step blocked 2 ms inside one op, with about 3 ms of Python between its ops: its gaps hold the glue and none
+    of the nap."""
+
+    name = "naps_inside_an_op"
+
+    def __init__(self, device: str = "cpu", batch_size: int | None = None) -> None:
+        super().__init__(device, batch_size)
+        self.nap = _nap()
+
+    def eval(self, niter: int = 1, step_fn: Callable[[], None] | None = None) -> None:
+        with torch.no_grad():
+            for _ in range(niter):
+                y = self.nap(self.net(self.x))
+                sum(i * i for i in range(120_000))  # the glue
+                y.relu()
+                if step_fn is not None:
+                    step_fn()

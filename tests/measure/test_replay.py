@@ -150,8 +150,9 @@ def test_replayed_sessions_are_traced_as_real_steps_their_annotations_and_all(tm
 @pytest.mark.slow
 def test_a_sweep_replays_an_eager_cpu_step_and_keeps_a_row_for_one_that_refuses(tmp_path: Path) -> None:
     """A plain-contract step replays; one that checks its values (which a replay does not keep) is still a row,
-    priced with the real step's gap; and one whose replay ran other ops than its real step is not taken."""
-    names = ("GlueAfterLargeOps", "ChecksItsValues", "GlueCountedInATensor", "GlueCountedInAnInt")
+    priced with the real step's gap; one whose replay ran other ops than its real step is not taken; and one
+    blocked inside an op keeps its glue in the real steps' gap."""
+    names = ("GlueAfterLargeOps", "ChecksItsValues", "GlueCountedInATensor", "GlueCountedInAnInt", "NapsInsideAnOp")
     specs = ",".join(f"{PLUGINS}:{name}" for name in names)
     done = subprocess.run(
         [sys.executable, str(ROOT / "diagnostics.py"), "--models", specs, "--modes", "eval", "--device", "cpu", "--threads", "1",
@@ -171,6 +172,11 @@ def test_a_sweep_replays_an_eager_cpu_step_and_keeps_a_row_for_one_that_refuses(
     assert in_int["warm_gap_us"] > 0 and "the step replayed made" not in (in_int["interval_note"] or "")
     assert in_tensor["warm_gap_us"] is None
     assert re.search(r"the step replayed made \d op calls against the real step's 302 ", in_tensor["interval_note"]), in_tensor
+    # Blocked 2 ms inside an op, as a thread at a join is: the replay, which runs no kernel, is not, so nothing of
+    # the real steps' 3 ms of glue is taken for a sleep (taken out, the replay read 200% above them, marked).
+    napping = rows["naps_inside_an_op"]
+    assert napping["dispatch"]["real_gap_us"] >= 0.5 * napping["dispatch"]["warm_gap_us"] > 1000, napping["dispatch"]
+    assert not any(reason.startswith("replay read under load") for reason in napping["untrustworthy_reasons"]), napping
 
 
 @pytest.mark.slow

@@ -55,6 +55,9 @@ class Warm:
 
     events: OverheadEvents  # the replayed steps' events and gaps: the session with the least gap
     time_steps: dict[str, float]  # the mean time steps of an RNN call of each kind, as the replay saw their inputs
+    # What each of that session's steps spent blocked (``analyze.timesplit.blocked_us``): the step's own Python's
+    # (a sleep, a read), where no kernel runs to wait at a join in.
+    blocked_us: float = 0.0
 
     @property
     def gap_us(self) -> float:
@@ -236,11 +239,10 @@ def warm_reading(model: Any, mode: str, trace_paths: Sequence[Path], replay: Rep
     """The step replayed (``replayed_profiles``), read: the session whose gap is least (of its clean steps,
     ``analyze.timesplit.kept``, less what each spent blocked), and the time steps of the RNN calls among
     ``replay``'s watched ops."""
-    runs = replayed_profiles(model, mode, trace_paths, replay)
-    sessions = [
-        overhead_events_of_trace(run.trace_path, timed_ms=run.steps.times_ms)
-        .only(timesplit.kept(run.samples))
-        .less(timesplit.blocked_us(run.samples))
-        for run in runs
-    ]
-    return Warm(min(sessions, key=lambda events: events.least_gap_us), time_steps_of_calls(replay.inputs))
+    sessions = []
+    for run in replayed_profiles(model, mode, trace_paths, replay):
+        blocked_us = timesplit.blocked_us(run.samples)
+        events = overhead_events_of_trace(run.trace_path, timed_ms=run.steps.times_ms).only(timesplit.kept(run.samples))
+        sessions.append(Warm(events.less(blocked_us), {}, blocked_us))
+    warm = min(sessions, key=lambda session: session.gap_us)
+    return dataclasses.replace(warm, time_steps=time_steps_of_calls(replay.inputs))

@@ -286,9 +286,10 @@ def analyse(spec: CaseSpec, measured: Measured, out_dir: Path, meta: ModelMeta) 
     events = overhead_events_of_trace(light_run.trace_path, light_run.steps.times_ms)
     warm, diverged = replay.trusted(measured.warm, events.mean_events("call"))
     events = with_time_steps(events, detailed.trace_path if detailed else None, warm.time_steps if warm else None)
-    # The steps no other work on the machine stretched; on a CPU, what each spent blocked (a sleep) is no overhead.
+    # The steps no other work stretched; on a CPU, what the step spent blocked (a sleep) is no overhead: read from the
+    # replayed steps if any, as the real ones at two threads also wait at each op's join, inside the op, not in a gap.
     events = events.only(timesplit.kept(light_run.samples))
-    events = events if on_gpu else events.less(timesplit.blocked_us(light_run.samples))
+    events = events if on_gpu else events.less(warm.blocked_us if warm else timesplit.blocked_us(light_run.samples))
     replayed = None if warm is None else warm.events
     priced = pricing.estimate(events, measured.calibration, steps.median_ms, replayed)
     fraction, interval, judged = priced.fraction, priced.interval, verdict.verdict(priced.fraction)
