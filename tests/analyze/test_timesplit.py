@@ -187,14 +187,15 @@ def test_a_busy_machine_is_named_before_a_sweep(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setattr(schedstat.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(schedstat, "load_average", lambda: 1.5)
     monkeypatch.setattr(schedstat, "PSI_CPU", "/nonexistent")
-    assert schedstat.busy_machine(2) == "load average 1.5 on 2 CPUs"
+    assert schedstat.busy_machine(2) == "load average 1.5 on 2 CPUs, 2 threads a case"
     monkeypatch.setattr(schedstat, "load_average", lambda: 0.9)
     assert schedstat.busy_machine(1) is None  # one thread fits beside the load
     pressure = tmp_path / "cpu"
     monkeypatch.setattr(schedstat, "PSI_CPU", str(pressure))
     pressure.write_text("some avg10=0.00 avg60=0.00 avg300=0.00 total=1\n")
     monkeypatch.setattr(schedstat, "load_average", lambda: 1.5)
-    assert schedstat.busy_machine(2) == "load average 1.5 on 2 CPUs"  # not beside "CPU pressure 0%", which made none of it
+    # Not beside "CPU pressure 0%", which made none of it.
+    assert schedstat.busy_machine(2) == "load average 1.5 on 2 CPUs, 2 threads a case"
     pressure.write_text("some avg10=35.00 avg60=0.00 avg300=0.00 total=1\n")
     monkeypatch.setattr(schedstat, "load_average", lambda: 0.2)
     assert schedstat.busy_machine(1) == "CPU pressure 35%"

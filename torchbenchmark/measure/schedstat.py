@@ -238,7 +238,7 @@ def busy_machine(threads: int) -> str | None:
     if (load is None or load + threads <= cpus) and (pressure is None or pressure <= BUSY_PRESSURE_PCT):
         return None
     # Only what made it busy: a pressure of 0% beside a high load average reads as a contradiction.
-    shown = [f"load average {load:.1f} on {cpus} CPUs"] if load is not None and load + threads > cpus else []
+    shown = [f"load average {load:.1f} on {cpus} CPUs, {threads} threads a case"] if load is not None and load + threads > cpus else []
     shown += [f"CPU pressure {pressure:.0f}%"] if pressure is not None and pressure > BUSY_PRESSURE_PCT else []
     return ", ".join(shown)
 
