@@ -24,15 +24,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import torch
 
 from tests.helpers.processes import ROOT, TOKEN_ENV, processes_with
 from tests.helpers.specs import friction
 from tests.helpers.sweeps import PRICED
 from torchbenchmark.analyze.comm import summarize_comm
 from torchbenchmark.analyze.trace import load_events
+from torchbenchmark.measure.calibration import MOMENT_REPEATS
 from torchbenchmark.results.schema import CaseResult
 from torchbenchmark.results.spec import Budget, CaseSpec
 from torchbenchmark.run import ddp
+from torchbenchmark.run import rank as rank_process
 from torchbenchmark.run.worker import run_in_process
 
 # The failing sweeps' fixture is shared by the first slow test and the last: one worker runs the file in order.
@@ -175,6 +178,12 @@ def test_a_rank_takes_its_share_of_the_cpus_as_a_single_process_takes_them_all(m
     assert ddp._launch_environment(spec)["OMP_NUM_THREADS"] == str(cpu_share(2))
     assert ddp._launch_environment(dataclasses.replace(spec, threads=3))["OMP_NUM_THREADS"] == "3"
     assert spec.timeout_s == CaseSpec(model="tiny_mlp", mode="train").timeout_s  # one default timeout
+
+
+def test_rank_0_prices_at_three_moments_as_a_single_case_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Taken at one moment, a spell of load over its second could slow every repeat alike, unseen by the spread."""
+    monkeypatch.setattr(rank_process, "MOMENT_SPACING_S", 0.0)
+    assert len(rank_process._calibration(torch.device("cpu"), None).repeats) == 3 * MOMENT_REPEATS
 
 
 def test_ddp_runs_train_cases_only() -> None:

@@ -36,6 +36,7 @@ import torch.distributed as dist  # noqa: E402
 
 from torchbenchmark.analyze import verdict  # noqa: E402
 from torchbenchmark.analyze.comm import summarize_comm  # noqa: E402
+from torchbenchmark.analyze.pricing import Calibration  # noqa: E402
 from torchbenchmark.analyze.stats import relative_change_pct  # noqa: E402
 from torchbenchmark.analyze.trace import load_events  # noqa: E402
 from torchbenchmark.measure.environment import collect_environment  # noqa: E402
@@ -127,14 +128,28 @@ def _device(spec: CaseSpec) -> torch.device:
     return torch.device(f"cuda:{os.environ.get('LOCAL_RANK', '0')}") if spec.device_type == "cuda" else torch.device("cpu")
 
 
+# The seconds between the calibration's moments on rank 0 (``_calibration``).
+MOMENT_SPACING_S = 0.5
+
+
+def _calibration(device: torch.device, path: str | None) -> Calibration:
+    """The prices, at three moments as a single case's are (``run.engine``), ``MOMENT_SPACING_S`` apart, before the
+    group forms: on rank 0 alone, the others waiting at the rendezvous, idle, where in the case every rank runs."""
+    prices = CasePrices(device, path)
+    if prices.calibrating is not None:  # prices read from a file are taken as they are
+        for _ in range(2):
+            time.sleep(MOMENT_SPACING_S)
+            prices.moment()
+    return prices.taken()[0]
+
+
 def run_rank(spec: CaseSpec, out_dir: Path, status: _Status) -> CaseResult | None:
     """This rank's part of the case; rank 0 returns the case's row, the others None."""
     rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     device = _device(spec)
     status("init")
     started = time.perf_counter()
-    # Calibrated before the group forms, on rank 0 alone: the others wait at the rendezvous, idle.
-    calibration = CasePrices(device, spec.calibration).taken()[0] if rank == 0 else None
+    calibration = _calibration(device, spec.calibration) if rank == 0 else None
     dist.init_process_group(
         BACKENDS[device.type], timeout=datetime.timedelta(seconds=spec.timeout_s), device_id=device if device.type == "cuda" else None
     )
