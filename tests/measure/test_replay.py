@@ -18,8 +18,10 @@ from tests.helpers.sweeps import PRICED
 from torchbenchmark.analyze.overhead import overhead_events_of_trace
 from torchbenchmark.analyze.trace import is_complete, load_events, parents
 from torchbenchmark.measure import replay
+from torchbenchmark.measure.calibration import calibrate
 from torchbenchmark.measure.profiling import run_profile
 from torchbenchmark.results.spec import Budget
+from torchbenchmark.run.prices import keep
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGINS = ROOT / "tests" / "helpers" / "replay_models.py"
@@ -182,14 +184,21 @@ def test_a_sweep_replays_an_eager_cpu_step_and_keeps_a_row_for_one_that_refuses(
 @pytest.mark.slow
 def test_an_rnn_step_at_two_threads_has_its_time_steps_priced_at_two(tmp_path: Path) -> None:
     """An eval step through an LSTM at two threads: its trace names the RNN layer, so the layer is priced at the
-    case's two threads, its time steps from the inputs the replay saw; the row says how long that took."""
+    case's two threads, its time steps from the inputs the replay saw; the row says how long that took.
+
+    Its prices are of one repeat, so the RNN loops are timed in one turn, not the shared prices' nine: beside the
+    other test worker each of a loop's parallel regions waits for a core, and nine turns took a minute."""
+    cpu = torch.device("cpu")
+    prices = tmp_path / "prices.json"
+    keep(cpu, calibrate(cpu, repeats=1), str(prices), None)
     done = subprocess.run(
         [sys.executable, str(ROOT / "diagnostics.py"), "--models", f"{PLUGINS}:SmallLSTM", "--modes", "eval", "--device", "cpu",
-         "--threads", "2", "--steps", "5", "--no-detailed", "--no-progress", "--out", str(tmp_path), *PRICED],
+         "--threads", "2", "--steps", "5", "--no-detailed", "--no-progress", "--out", str(tmp_path / "run"),
+         "--calibration", str(prices), "--peak-gflops", "100"],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    (row,) = json.loads((tmp_path / "summary.json").read_text())["results"]
+    (row,) = json.loads((tmp_path / "run" / "summary.json").read_text())["results"]
     assert row["status"] == "ok", row["error"]
     assert row["dispatch"]["warm_gap_us"] > 0 and row["timings_s"]["rnn prices"] > 0
     events, prices = row["dispatch"]["events_per_step"], row["dispatch"]["prices_us"]

@@ -24,6 +24,7 @@ FAMILIES = {
     torchvision.models.video: "video",
     torchvision.models.optical_flow: "optical-flow",
 }
+SAMPLE_EVERY = 3  # the slow sweep takes every third builder: about 40 across the tasks
 # One builder of each task, small enough to build and step in a second or two.
 SAMPLE = ["resnet18", "fasterrcnn_mobilenet_v3_large_320_fpn", "lraspp_mobilenet_v3_large", "r3d_18", "raft_small"]
 
@@ -132,9 +133,11 @@ def test_a_quantized_builder_runs_as_the_float_model() -> None:
 
 
 @pytest.mark.slow
-def test_every_builder_steps_at_its_smoke_settings_or_says_why_not() -> None:
-    """Each builder builds and takes a train and an eval step; one that cannot is a skip with its reason."""
-    skipped, failed = tryout(tv.names(), smoke)
-    print(f"skipped {len(skipped)} of {len(tv.names())} builders: {skipped}")
+def test_a_third_of_the_builders_step_at_their_smoke_settings_or_say_why_not() -> None:
+    """Every third builder by name builds and takes a train and an eval step; one that cannot is a skip with its
+    reason. (All of them took 3.4 minutes of the suite's time; ``benchmarks/catalogue.py`` sweeps every one.)"""
+    names = tv.names()[::SAMPLE_EVERY]
+    skipped, failed = tryout(names, smoke)
+    print(f"skipped {len(skipped)} of {len(names)} builders: {skipped}")
     assert failed == {}
     assert all(skipped.values())
