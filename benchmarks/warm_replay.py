@@ -12,11 +12,15 @@ the twins'.
 For each eval case of ``verdict_accuracy.CASES``: the least Python gap of five light-profiled steps
 (``overhead_events_of_trace``, as the tool reads a case) of the real step, of the same step replayed,
 and of the twin, all in this process.
+
+``--rounds N`` replays each case and profiles its twin in turn, N times over, in one process: how far the
+replayed gap moves from moment to moment, and whether the twin's, the same glue run at nil width, moves with it.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -62,16 +66,42 @@ def measure(case: Case, out_dir: Path) -> list[str]:
     return [case.label, f"{real_us:.0f}", f"{replay_us:.0f}", f"{twin_us:.0f}", ratio(replay_us), ratio(real_us)]
 
 
+def rounds(case: Case, out_dir: Path, count: int) -> list[list[str]]:
+    """The replayed gap and the twin's in turn, ``count`` times over: a row a round, then the least, median and most."""
+    cls = model_class(case.model)
+    real = cls(device="cpu", batch_size=case.batch_size) if case.batch_size else cls(device="cpu")
+    twin = (case.twin_class or cls)(device="cpu", batch_size=1, **case.twin)
+    name = case.label.replace(" ", "_").replace("=", "")
+    pairs = []
+    for round_ in range(count):
+        replay_us = least_gap_us(real, case.mode, out_dir / f"{name}-replay{round_}.pt.trace.json.gz", Replay())
+        twin_us = least_gap_us(twin, case.mode, out_dir / f"{name}-twin{round_}.pt.trace.json.gz")
+        pairs.append((replay_us, twin_us))
+    rows = [[case.label, str(i + 1), f"{r:.0f}", f"{t:.0f}", f"{r / t:.2f}"] for i, (r, t) in enumerate(pairs)]
+    for label, pick in (("least", min), ("median", statistics.median), ("most", max)):
+        replayed, twins, ratios = pick(r for r, _ in pairs), pick(t for _, t in pairs), pick(r / t for r, t in pairs)
+        rows.append([case.label, label, f"{replayed:.0f}", f"{twins:.0f}", f"{ratios:.2f}"])
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     evals = [label for label, case in CASES.items() if case.mode == "eval"]
     parser.add_argument("--cases", default=",".join(evals), help="eval labels of verdict_accuracy.CASES, comma-separated")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--rounds", type=int, help="replay each case and profile its twin in turn, this many times over")
     parser.add_argument("--dry-run", action="store_true", help="print the table, do not record it in RESULTS.md")
     args = parser.parse_args()
     steady_process()
     torch.set_num_threads(args.threads)
     out_dir = Path(tempfile.mkdtemp(prefix="warm_replay_"))
+    if args.rounds:
+        rows = [row for label in args.cases.split(",") for row in rounds(CASES[label], out_dir, args.rounds)]
+        headers = ["case", "round", "replayed gap µs", "twin gap µs", "replayed / twin"]
+        table = tabulate(rows, headers=headers, disable_numparse=True)
+        summary = f"least Python gap of {STEPS} light-profiled steps each, the replay and the twin in turn; torch threads {args.threads}"
+        record("Verdict accuracy", table, summary, part="Warm replay, round by round", dry_run=args.dry_run)
+        return
     rows = [measure(CASES[label], out_dir) for label in args.cases.split(",")]
     headers = ["case", "real gap µs", "replayed gap µs", "twin gap µs", "replayed / twin", "real / twin"]
     table = tabulate(rows, headers=headers, disable_numparse=True)
