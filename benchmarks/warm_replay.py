@@ -13,8 +13,10 @@ For each eval case of ``verdict_accuracy.CASES``: the least Python gap of five l
 (``overhead_events_of_trace``, as the tool reads a case) of the real step, of the same step replayed,
 and of the twin, all in this process.
 
-``--rounds N`` replays each case and profiles its twin in turn, N times over, in one process: how far the
-replayed gap moves from moment to moment, and whether the twin's, the same glue run at nil width, moves with it.
+``--rounds N`` replays each case as the tool does (``measure.replay.warm_reading``: one session of up to
+twenty steps, the timer's clip, each gap's least) and profiles its twin in turn, N times over, in one
+process: how far the replayed gap moves from moment to moment, and whether the twin's, the same glue run at
+nil width, moves with it.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from benchmarks.verdict_accuracy import CASES, Case
 from torchbenchmark.analyze.overhead import overhead_events_of_trace
 from torchbenchmark.measure.harness import StepTimer, timed_call
 from torchbenchmark.measure.profiling import run_profile
-from torchbenchmark.measure.replay import Replay
+from torchbenchmark.measure.replay import Replay, warm_reading
 from torchbenchmark.measure.steady import steady_process
 from torchbenchmark.registry import model_class
 
@@ -74,7 +76,8 @@ def rounds(case: Case, out_dir: Path, count: int) -> list[list[str]]:
     name = case.label.replace(" ", "_").replace("=", "")
     pairs = []
     for round_ in range(count):
-        replay_us = least_gap_us(real, case.mode, out_dir / f"{name}-replay{round_}.pt.trace.json.gz", Replay())
+        timed_call(real, case.mode, 3, StepTimer())  # as a case replays it: after its real steps
+        replay_us = warm_reading(real, case.mode, [out_dir / f"{name}-replay{round_}.pt.trace.json.gz"], Replay()).gap_us
         twin_us = least_gap_us(twin, case.mode, out_dir / f"{name}-twin{round_}.pt.trace.json.gz")
         pairs.append((replay_us, twin_us))
     rows = [[case.label, str(i + 1), f"{r:.0f}", f"{t:.0f}", f"{r / t:.2f}"] for i, (r, t) in enumerate(pairs)]
@@ -99,7 +102,10 @@ def main() -> None:
         rows = [row for label in args.cases.split(",") for row in rounds(CASES[label], out_dir, args.rounds)]
         headers = ["case", "round", "replayed gap µs", "twin gap µs", "replayed / twin"]
         table = tabulate(rows, headers=headers, disable_numparse=True)
-        summary = f"least Python gap of {STEPS} light-profiled steps each, the replay and the twin in turn; torch threads {args.threads}"
+        summary = (
+            f"the replay read as a case reads it, the twin's least Python gap of {STEPS} light-profiled steps, in turn; "
+            f"torch threads {args.threads}"
+        )
         record("Verdict accuracy", table, summary, part="Warm replay, round by round", dry_run=args.dry_run)
         return
     rows = [measure(CASES[label], out_dir) for label in args.cases.split(",")]
