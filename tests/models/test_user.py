@@ -107,6 +107,7 @@ def test_check_passes_every_rule_and_declines_train_without_a_loss() -> None:
     assert Model.meta.name == "Sequential"
 
 
+@pytest.mark.slow
 def test_collect_diagnostics_gives_ok_eval_and_train_rows(tmp_path: Path) -> None:
     Model = torchbenchmark.from_module(mlp(), torch.randn(8, 16), loss=functools.partial(torch.mean))
     rows = {

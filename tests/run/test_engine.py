@@ -293,6 +293,7 @@ class RecordsThreads(TinyMLP):
         super().eval_step(inputs)
 
 
+@pytest.mark.slow
 def test_the_case_runs_at_the_threads_its_spec_records_and_gives_the_process_its_own_back(tmp_path: Path) -> None:
     before = torch.get_num_threads()
     torch.set_num_threads(2)
