@@ -17,7 +17,7 @@ from torchbenchmark.models._fit import SourceModel
 
 timm = pytest.importorskip("timm")
 
-SAMPLE_EVERY = 80  # the slow sweep takes every 80th name: about 17 models across the families (the catalogue sweeps more)
+SAMPLE_EVERY = 80  # the slow sweep takes every 80th name: 18 models across the families (the catalogue sweeps more)
 
 
 def smoke(name: str, **overrides: object) -> source.TimmModel:

@@ -24,7 +24,7 @@ FAMILIES = {
     torchvision.models.video: "video",
     torchvision.models.optical_flow: "optical-flow",
 }
-SAMPLE_EVERY = 3  # the slow sweep takes every third builder: about 40 across the tasks
+SAMPLE_EVERY = 3  # the slow sweep takes every third builder: 41 across the tasks
 # One builder of each task, small enough to build and step in a second or two.
 SAMPLE = ["resnet18", "fasterrcnn_mobilenet_v3_large_320_fpn", "lraspp_mobilenet_v3_large", "r3d_18", "raft_small"]
 
