@@ -229,6 +229,23 @@ def test_a_row_whose_replay_ran_slower_than_its_real_steps_glue_was_replayed_und
         assert gaps(warm, real).untrustworthy_reasons == (), (warm, real)
 
 
+def test_a_row_whose_rnn_time_steps_were_priced_at_nil_had_its_rnn_prices_read_under_load() -> None:
+    """An RNN time step costs something, so a nil price for the steps a row ran is a line through two loops
+    that timed alike: at two threads beside another test worker, one turn of them priced lstm's at 0."""
+    verdict = Dispatch(verdict=Verdict.MIXED, overhead_fraction=0.3, ops_per_step=10.0, median_op_us=5.0, per_op_overhead_us=0.85)
+
+    def priced(events: dict[str, float], prices: dict[str, float]) -> CaseResult:
+        return dataclasses.replace(row(), dispatch=dataclasses.replace(verdict, events_per_step=events, prices_us=prices))
+
+    eval_events, eval_prices = {"rnn": 2.0, "rnn_step": 70.0, "rnn_backward_step": 0.0}, {"rnn_us": 40.0, "rnn_backward_step_us": 0.0}
+    assert priced(eval_events, {**eval_prices, "rnn_step_us": 0.3}).untrustworthy_reasons == ()
+    assert priced(eval_events, {**eval_prices, "rnn_step_us": 0.0}).untrustworthy_reasons == (
+        "RNN prices read under load: its time steps priced at nil",
+    )
+    train = priced({**eval_events, "rnn_backward_step": 70.0}, {**eval_prices, "rnn_step_us": 0.3})
+    assert train.untrustworthy_reasons == ("RNN prices read under load: its time steps priced at nil",)
+
+
 def test_enough_clean_steps_keep_a_row_unmarked_however_long_the_others_waited() -> None:
     """The stretched steps are left out of the step time: what is left did not wait."""
     assert dataclasses.replace(row(), time_split=split(waiting_pct=45.0, kept=18)).untrustworthy_reasons == ()

@@ -23,11 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from torchbenchmark.analyze.trace import Event, is_step, load_events, parents, span, step_events, thread_of
+from torchbenchmark.results import kinds
 
 EVENT_KINDS = ("call", "nested", "autograd")
 SETUP_OPS = {"aten::mkldnn_rnn_layer": "rnn", "aten::mkldnn_rnn_layer_backward": "rnn_backward", "aten::mkldnn_convolution": "conv"}
 SETUP_KINDS = tuple(SETUP_OPS.values())
-TIME_STEP_KINDS = {kind: f"{kind}_step" for kind in ("rnn", "rnn_backward")}  # the set-up kinds that step through time
+TIME_STEP_KINDS = {kind.removesuffix("_step"): kind for kind in kinds.TIME_STEP_KINDS}  # by the set-up kind that steps through time
 PRICED_KINDS = EVENT_KINDS + SETUP_KINDS + tuple(TIME_STEP_KINDS.values())
 AUTOGRAD_NODE_PREFIX = "autograd::engine::evaluate_function"
 
