@@ -223,11 +223,11 @@ GFLOP/step   one step's FLOPs (matmuls, convolutions, attention); GFLOP/s: over 
              machine's peak_gflops in summary.json; peak MB: most tensor memory live in a step; samples/s: batch/ms.
              A + after a FLOP figure: a lower bound, the step ran a compute op the counter cannot count (the note names it)
 note         why a case did not end ok; UNTRUSTWORTHY and why for an ok row whose figure is not to be
-             trusted: warmup not steady, measurement windows that never agreed, an IQR above
-             {UNTRUSTWORTHY_IQR_FRACTION:.0%} of the median, fewer than {MIN_STEPS_FOR_SPREAD} steps, or contended: other work on
-             the machine made its threads wait for a CPU in too many steps, or took much of the machine's CPUs.
-             Steps whose threads waited for a CPU are left out of ms/step when enough others remain.
-             Rerun those on a quieter machine."""
+             trusted: warmup not steady, measurement windows or processes that never agreed, an IQR above
+             {UNTRUSTWORTHY_IQR_FRACTION:.0%} of the median, fewer than {MIN_STEPS_FOR_SPREAD} steps, contended (other work on the machine
+             made its threads wait for a CPU in too many steps), or the estimate's prices or replay read under
+             load (docs/summary.md says each). Steps whose threads waited for a CPU are left out of ms/step when
+             enough others remain. Rerun those on a quieter machine."""
 VARIANT_LEGEND = """\
 speedup x    a variant's step time against eager, the two taking turns in the variant's own process. The eager
              row beside it ran in a process of its own at another time, so its ms/step over the variant's need
