@@ -87,9 +87,9 @@ CALIBRATION_SPREAD_FRACTION = 0.15
 # 12%); in a spell of the host's load, 48% and 59%
 # (soft_actor_critic eval's replayed gap 36.5 µs, where it read 18 to 22 alone; benchmarks/RESULTS.md).
 REPLAY_ABOVE_REAL_FRACTION = 0.30
-# The kinds an RNN layer steps through time under (``dispatch.events_per_step``): each time step costs something
-# (0.3 µs at nil width, one thread), so a step that ran some at a price of nil had its price's line, through a
-# loop over 1 time step and one over 33, read under load (beside other work, in one turn of the loops).
+# The kinds an RNN layer steps through time under (``dispatch.events_per_step``). A time step costs something
+# (lstm_lm's rows read 0.22 to 2.1 µs), so a step that ran some at a price of nil had its price's line, through
+# a loop over 1 time step and one over 33, read under load (beside other work, in one turn of the loops).
 TIME_STEP_KINDS = ("rnn_step", "rnn_backward_step")
 
 
