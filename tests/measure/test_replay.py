@@ -202,9 +202,10 @@ def test_an_rnn_step_at_two_threads_has_its_time_steps_priced_at_two(tmp_path: P
     assert row["status"] == "ok", row["error"]
     assert row["dispatch"]["warm_gap_us"] > 0 and row["timings_s"]["rnn prices"] > 0
     events, prices = row["dispatch"]["events_per_step"], row["dispatch"]["prices_us"]
-    assert events["rnn_step"] > events["rnn"] > 0 and prices["rnn_us"] > 0
-    # A timed price: right, or a row the tool marked (beside other work each fork waits for a core).
-    assert prices["rnn_step_us"] > 0 or row["untrustworthy_reasons"], (prices, row["time_split"])
+    assert events["rnn_step"] > events["rnn"] > 0
+    # Timed prices: right, or a row the tool marked (beside other work each fork waits for a core).
+    marked = any(reason.startswith("RNN prices read under load") for reason in row["untrustworthy_reasons"])
+    assert (prices["rnn_us"] > 0 and prices["rnn_step_us"] > 0) or marked, (prices, row["untrustworthy_reasons"])
 
 
 def test_the_watchdog_stops_a_loop_that_reaches_no_op_and_leaves_nothing_pending() -> None:

@@ -148,11 +148,17 @@ def test_a_jittery_model_is_marked_on_the_progress_line_in_the_summary_and_at_th
     assert done.returncode == 0, done.stderr
     case_line = next(line for line in re.split(r"\n(?! )", done.stderr) if line.startswith("[1/1] jittery train cpu"))
     progress = " ".join(case_line.split())  # one line, wrapped at the terminal's width
-    assert "ms/step" in progress and re.search(r"UNTRUSTWORTHY( \(\d+\))?: IQR", progress), progress  # the first mark
+    (record,) = json.loads((tmp_path / "summary.json").read_text())["results"]
+    reasons = record["untrustworthy_reasons"]
+    # One step in three sleeps 20 ms: the spread marks the row, or, where other work stretches every step so
+    # far that the sleeps no longer spread them, its threads' wait does.
+    assert any(reason.startswith(("IQR", "contended")) for reason in reasons), reasons
+    count = f" ({len(reasons)})" if len(reasons) > 1 else ""
+    assert "ms/step" in progress and f"UNTRUSTWORTHY{count}: {reasons[0][:12]}" in progress, progress  # the first mark
     assert not re.search(r"\de[+-]\d", done.stderr)
     assert "1 row not to be trusted" in done.stderr and "rerun it on a quieter machine" in done.stderr
     summary_row = next(line for line in (tmp_path / "summary.txt").read_text().splitlines() if line.startswith("jittery"))
-    assert "UNTRUSTWORTHY: IQR" in summary_row
+    assert f"UNTRUSTWORTHY: {reasons[0][:12]}" in summary_row
 
 
 def split(
@@ -229,21 +235,26 @@ def test_a_row_whose_replay_ran_slower_than_its_real_steps_glue_was_replayed_und
         assert gaps(warm, real).untrustworthy_reasons == (), (warm, real)
 
 
-def test_a_row_whose_rnn_time_steps_were_priced_at_nil_had_its_rnn_prices_read_under_load() -> None:
-    """An RNN time step costs something, so a nil price for the steps a row ran is a line through two loops
-    that timed alike: at two threads beside another test worker, one turn of them priced lstm's at 0."""
+def test_a_row_whose_rnn_layer_was_priced_at_nil_had_its_rnn_prices_read_under_load() -> None:
+    """An RNN layer's set-up and time step each cost something, so a nil price for a part the row ran is a line
+    through two loops that timed alike: at two threads beside another test worker, one turn of them priced
+    lstm's time steps at 0, and another its set-up."""
     verdict = Dispatch(verdict=Verdict.MIXED, overhead_fraction=0.3, ops_per_step=10.0, median_op_us=5.0, per_op_overhead_us=0.85)
 
     def priced(events: dict[str, float], prices: dict[str, float]) -> CaseResult:
         return dataclasses.replace(row(), dispatch=dataclasses.replace(verdict, events_per_step=events, prices_us=prices))
 
-    eval_events, eval_prices = {"rnn": 2.0, "rnn_step": 70.0, "rnn_backward_step": 0.0}, {"rnn_us": 40.0, "rnn_backward_step_us": 0.0}
-    assert priced(eval_events, {**eval_prices, "rnn_step_us": 0.3}).untrustworthy_reasons == ()
+    eval_events = {"rnn": 2.0, "rnn_step": 70.0, "rnn_backward": 0.0, "rnn_backward_step": 0.0}
+    eval_prices = {"rnn_us": 40.0, "rnn_step_us": 0.3, "rnn_backward_us": 0.0, "rnn_backward_step_us": 0.0}
+    assert priced(eval_events, eval_prices).untrustworthy_reasons == ()  # no backward ran: its nil prices are no mark
     assert priced(eval_events, {**eval_prices, "rnn_step_us": 0.0}).untrustworthy_reasons == (
         "RNN prices read under load: its time steps priced at nil",
     )
-    train = priced({**eval_events, "rnn_backward_step": 70.0}, {**eval_prices, "rnn_step_us": 0.3})
-    assert train.untrustworthy_reasons == ("RNN prices read under load: its time steps priced at nil",)
+    assert priced(eval_events, {**eval_prices, "rnn_us": 0.0, "rnn_step_us": 0.0}).untrustworthy_reasons == (
+        "RNN prices read under load: its set-up and time steps priced at nil",
+    )
+    train = priced({**eval_events, "rnn_backward": 2.0, "rnn_backward_step": 70.0}, {**eval_prices, "rnn_backward_step_us": 0.9})
+    assert train.untrustworthy_reasons == ("RNN prices read under load: its set-up priced at nil",)
 
 
 def test_enough_clean_steps_keep_a_row_unmarked_however_long_the_others_waited() -> None:

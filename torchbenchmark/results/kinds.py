@@ -87,10 +87,13 @@ CALIBRATION_SPREAD_FRACTION = 0.15
 # 12%); in a spell of the host's load, 48% and 59%
 # (soft_actor_critic eval's replayed gap 36.5 µs, where it read 18 to 22 alone; benchmarks/RESULTS.md).
 REPLAY_ABOVE_REAL_FRACTION = 0.30
-# The kinds an RNN layer steps through time under (``dispatch.events_per_step``). A time step costs something
-# (lstm_lm's rows read 0.22 to 2.1 µs), so a step that ran some at a price of nil had its price's line, through
-# a loop over 1 time step and one over 33, read under load (beside other work, in one turn of the loops).
-TIME_STEP_KINDS = ("rnn_step", "rnn_backward_step")
+# An RNN layer's kinds (``dispatch.events_per_step``) and the part of its call each prices: the layer's set-up,
+# forward and backward, and the time steps it steps through. Each costs something (lstm_lm's rows read set-ups
+# of 29 to 104 µs and time steps of 0.22 to 2.1 µs), so a step that ran some at a price of nil had the line its
+# prices are read from, through a loop over 1 time step and one over 33, read under load (beside other work,
+# in one turn of the loops).
+RNN_KINDS = {"rnn": "set-up", "rnn_backward": "set-up", "rnn_step": "time steps", "rnn_backward_step": "time steps"}
+TIME_STEP_KINDS = tuple(kind for kind, part in RNN_KINDS.items() if part == "time steps")
 
 
 def format_ms(value: float) -> str:

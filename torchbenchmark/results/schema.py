@@ -22,7 +22,7 @@ from torchbenchmark.results.kinds import (
     PROCESSES_APART_FRACTION,
     REGRESSIONS,
     REPLAY_ABOVE_REAL_FRACTION,
-    TIME_STEP_KINDS,
+    RNN_KINDS,
     UNTRUSTWORTHY_IQR_FRACTION,
     Call,
     Record,
@@ -149,8 +149,8 @@ class CaseResult(Record):
             if above > REPLAY_ABOVE_REAL_FRACTION:
                 reasons.append(f"replay read under load: its gap {100 * above:.0f}% above the real step's")
             events, prices = self.dispatch.events_per_step or {}, self.dispatch.prices_us or {}
-            if any(events.get(kind) and not prices.get(f"{kind}_us") for kind in TIME_STEP_KINDS):
-                reasons.append("RNN prices read under load: its time steps priced at nil")
+            if nil := dict.fromkeys(part for kind, part in RNN_KINDS.items() if events.get(kind) and not prices.get(f"{kind}_us")):
+                reasons.append(f"RNN prices read under load: its {' and '.join(nil)} priced at nil")
         return tuple(reasons)
 
     def headline(self, compact: bool = False) -> str:
