@@ -172,9 +172,14 @@ def diagnostics(*args: str, work: int = 1) -> subprocess.CompletedProcess[str]:
 def test_exit_codes_end_to_end(tmp_path: Path) -> None:
     """Two runs as is are the same; a run with four times the work per step is a regression."""
     plugin = f"{ROOT / 'tests' / 'helpers' / 'work_models.py'}:WorkModel"
-    sweep = ["--models", plugin, "--modes", "eval", "--device", "cpu", "--threads", "1", "--no-detailed", "--no-progress", *PRICED]
-    for name, work, more in (("a", 1, []), ("b", 1, ["--repeat", "2"]), ("slow", 4, [])):
-        assert diagnostics(*sweep, *more, "--out", str(tmp_path / name), work=work).returncode == 0
+    # 30 steps a process: the gate then catches slowdowns of about 55%, well inside the 4x it must see.
+    sweep = ["--models", plugin, "--modes", "eval", "--device", "cpu", "--threads", "1", "--steps", "30", "--no-detailed", "--no-progress",
+             *PRICED]  # fmt: skip
+    for name, more in (("a", []), ("b", ["--repeat", "2"])):
+        assert diagnostics(*sweep, *more, "--out", str(tmp_path / name), work=1).returncode == 0
+    # A sweep with --baseline gates in the same command; its run, four times the work, is the slower side below.
+    gated = diagnostics(*sweep, "--out", str(tmp_path / "slow"), "--baseline", str(tmp_path / "a"), "--threshold", "50", work=4)
+    assert gated.returncode == (3 if _cannot_see(gated.stdout + gated.stderr) else 1), gated.stdout + gated.stderr
     # A wide threshold: this checks the plumbing, not the machine's quiet (benchmarks/RESULTS.md has the rates).
     same = diagnostics("compare", str(tmp_path / "a"), str(tmp_path / "b"), "--threshold", "50", "--json", str(tmp_path / "aa.json"))
     (case,) = json.loads((tmp_path / "aa.json").read_text())["cases"]
@@ -194,9 +199,6 @@ def test_exit_codes_end_to_end(tmp_path: Path) -> None:
         line.split()[0] for line in faster.stdout.splitlines() if "work_model" in line and not line.startswith(("ops that moved", " "))
     ]
     assert faster.returncode == 0 and calls == ["faster"], faster.stdout
-    # A sweep with --baseline gates in the same command.
-    gated = diagnostics(*sweep, "--out", str(tmp_path / "gated"), "--baseline", str(tmp_path / "a"), "--threshold", "50", work=4)
-    assert gated.returncode == (3 if _cannot_see(gated.stdout + gated.stderr) else 1), gated.stdout + gated.stderr
     for bad in (["compare", str(tmp_path / "a"), str(tmp_path / "missing")], ["compare", str(tmp_path / "a")]):
         result = diagnostics(*bad)
         assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
