@@ -183,6 +183,49 @@ def test_the_kernels_clock_sees_a_spin_on_a_cpu_and_a_sleep_off_it() -> None:
     account.clock.close()
 
 
+class SlicedThread:
+    """The step thread's clocks, scripted: each step runs 3 ms on a CPU, and reading the CPU clock at the chosen
+    boundaries ends the thread's time slice, so it waits 4 ms for a CPU before its next reading (as beside two CPU
+    hogs, where a third of the waits began there)."""
+
+    def __init__(self, sliced_at: set[int]) -> None:
+        self.wall_ns = self.cpu_ns = self.wait_ns = 0
+        self.boundary, self.sliced_at = 0, sliced_at
+
+    def perf_counter_ns(self) -> int:
+        return self.wall_ns
+
+    def thread_time_ns(self) -> int:
+        cpu = self.cpu_ns
+        if self.boundary in self.sliced_at:
+            self.sliced_at.discard(self.boundary)
+            self.wall_ns += 4 * MS
+            self.wait_ns += 4 * MS
+        return cpu
+
+    def step(self) -> None:
+        self.wall_ns += 3 * MS
+        self.cpu_ns += 3 * MS
+        self.boundary += 1
+
+
+def test_a_wait_that_begins_as_a_step_boundary_is_read_counts_in_neither_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read once, such a wait counted in one step's wait and the next step's wall: that step read 4 ms blocked
+    and clean, and a 2 ms nap inside an op had the glue around it taken out of a row's gaps, unmarked."""
+    thread = SlicedThread(sliced_at={1, 2})
+    monkeypatch.setattr(schedstat, "time", thread)
+    account = schedstat.StepAccount()
+    main = account.clock.main
+    monkeypatch.setattr(account.clock, "_read", lambda tid, fd: (thread.cpu_ns, thread.wait_ns) if tid == main else (0, 0))
+    account.start()
+    for _ in range(3):
+        thread.step()
+        account()
+    assert account.steps == [(3 * MS, 3 * MS, 0, 0)] * 3
+    assert timesplit.blocked_us(account.steps) == 0 and all(timesplit.clean(account.steps))
+    account.clock.close()
+
+
 def test_a_busy_machine_is_named_before_a_sweep(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(schedstat.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(schedstat, "load_average", lambda: 1.5)

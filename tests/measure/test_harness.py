@@ -54,6 +54,9 @@ class QuietThreads:
     def sample(self) -> Sample:
         return Sample(self.clock.now_ns, self.clock.now_ns, 0, 0)
 
+    def boundary(self) -> tuple[Sample, Sample]:
+        return self.sample(), self.sample()
+
 
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:

@@ -32,10 +32,10 @@ def blocked_us(steps: Sequence[StepSample]) -> float:
     neither on a CPU nor waiting for one (a sleep, a read, a lock; at more than one intra-op thread, a wait at a
     join too). 0 without samples.
 
-    A step that waited for a CPU is no measure of it: a wait that ends between a boundary's reading of the clock and
-    its reading of the kernel's account counts in the step's wait but not in its wall time. Taken over every step,
-    a 9 ms sleep came out as 5.1 ms in a run where one profiled step waited some 4.3 ms, and 4.5 ms of sleep stayed
-    in the gaps (47% overhead, unmarked)."""
+    A step that waited for a CPU is no measure of it: what the kernel saw is read at its boundaries, not at each
+    wait's edges (``measure.schedstat.ThreadClock.boundary``). Taken over every step, a 9 ms sleep came out as
+    5.1 ms in a run where one profiled step waited some 4.3 ms, and 4.5 ms of sleep stayed in the gaps (47%
+    overhead, unmarked)."""
     flags = kept(steps)
     return min((max(0, wall - cpu - wait) / 1e3 for (wall, cpu, wait, _), keep in zip(steps, flags) if keep), default=0.0)
 

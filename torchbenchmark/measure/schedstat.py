@@ -82,17 +82,37 @@ class ThreadClock:
     def sample(self) -> Sample:
         """Now: the wall clock, the step thread's CPU time (its own clock: schedstat's runtime moves only at
         scheduler ticks), and every thread's time waiting for a CPU (which the kernel adds as each wait ends)."""
-        wall, cpu = time.perf_counter_ns(), time.thread_time_ns()
+        return self._reading()[0]
+
+    def boundary(self) -> tuple[Sample, Sample]:
+        """The readings that end one step and start the next: one reading, unless the step thread waited for a CPU
+        while it was read. Reading a thread's CPU clock runs the scheduler's accounting, which can find the thread's
+        time slice spent and hand its CPU to other work, so beside other work a wait often begins right there: read
+        once, it counted in one step's wait and the next step's wall, and a stretched step looked clean and blocked.
+        That wait lies between two timed steps (``measure.harness.StepTimer``), so it counts in neither: the step
+        ends at the reading before it and the next starts at one after."""
+        end, still = self._reading()
+        start = end
+        for _ in range(3):
+            if still:
+                break
+            start, still = self._reading()
+        return end, start
+
+    def _reading(self) -> tuple[Sample, bool]:
+        """A reading (``sample``), its step thread's wait read before its clocks, and whether that wait held still
+        until the reading ended."""
         if self.method != SCHEDSTAT:
-            return Sample(wall, cpu, 0, 0)
-        main_wait = others = 0
+            return Sample(time.perf_counter_ns(), time.thread_time_ns(), 0, 0), True
+        main = self._files.get(self.main)
+        before = 0 if main is None else self._read(self.main, main)[1]
+        wall, cpu = time.perf_counter_ns(), time.thread_time_ns()
+        others = 0
         for tid, fd in list(self._files.items()):
-            wait = self._read(tid, fd)[1]
-            if tid == self.main:
-                main_wait = wait
-            else:
-                others += wait
-        return Sample(wall, cpu, main_wait, others + sum(self._ended.values()))
+            if tid != self.main:
+                others += self._read(tid, fd)[1]
+        after = before if main is None else self._read(self.main, main)[1]
+        return Sample(wall, cpu, before, others + sum(self._ended.values())), after == before
 
     def close(self) -> None:
         for fd in self._files.values():
@@ -115,15 +135,15 @@ class StepAccount:
 
     def start(self) -> None:
         self.clock.refresh()
-        self._previous = self.clock.sample()
+        self._previous = self.clock.boundary()[1]
 
     def __call__(self) -> None:
-        now = self.clock.sample()
+        end, start = self.clock.boundary()
         if self._previous is not None:
             p = self._previous
-            self.steps.append((now.wall_ns - p.wall_ns, now.main_cpu_ns - p.main_cpu_ns,
-                               now.main_wait_ns - p.main_wait_ns, now.others_wait_ns - p.others_wait_ns))  # fmt: skip
-        self._previous = now
+            self.steps.append((end.wall_ns - p.wall_ns, end.main_cpu_ns - p.main_cpu_ns,
+                               end.main_wait_ns - p.main_wait_ns, end.others_wait_ns - p.others_wait_ns))  # fmt: skip
+        self._previous = start
 
 
 @dataclasses.dataclass(frozen=True)
