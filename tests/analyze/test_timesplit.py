@@ -163,6 +163,21 @@ def test_only_the_clean_steps_count_and_the_least_gaps_stay() -> None:
     assert sleeping.only([False, False, False]) is sleeping and sleeping.only([True] * 3) is sleeping
 
 
+def test_the_spread_of_every_step_less_its_wait_is_read_only_where_steps_were_left_out() -> None:
+    """Beside other work a step that slept 20 ms waits for a CPU as it wakes and is left out, as are some fast ones:
+    the 3 kept are fast and agree. Every step less its wait shows the sleeps; the wait itself is no spread."""
+    clean_fast = steps(3, wall_ms=0.16, cpu_ms=0.16)
+    waited_fast = steps(5, wall_ms=0.30, cpu_ms=0.16, wait_ms=0.14)
+    slept = steps(4, wall_ms=21.0, cpu_ms=0.16, wait_ms=0.8)
+    assert timesplit.kept(clean_fast + waited_fast + slept).count(True) == 3
+    assert timesplit.unwaited_iqr_pct(clean_fast + waited_fast + slept) > 10_000
+    assert timesplit.unwaited_iqr_pct(clean_fast + waited_fast) == pytest.approx(0.0, abs=1e-6)  # waits taken off
+    assert timesplit.unwaited_iqr_pct(clean_fast * 4) is None  # nothing left out
+    assert timesplit.unwaited_iqr_pct(clean_fast[:2] + slept) is None  # too few clean: every step kept, the row contended
+    row_split = timesplit.time_split(clean_fast + waited_fast + slept, "schedstat", (None, None, None, 2))
+    assert row_split is not None and row_split.unwaited_iqr_pct > 10_000
+
+
 def test_the_kernels_clock_sees_a_spin_on_a_cpu_and_a_sleep_off_it() -> None:
     """A spin is on a CPU, or waiting for one on a busy machine, never blocked; a sleep is neither. Three
     spins, the best counting: on a virtual machine the time the host takes from the guest's CPU is in

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from torchbenchmark.analyze.stats import StepStats
 from torchbenchmark.results.schema import TimeSplit, enough_clean
 
 StepSample = tuple[int, int, int, int]  # wall, main on a CPU, main waiting, others waiting (ns)
@@ -70,6 +71,15 @@ def split(steps: Sequence[StepSample]) -> Split | None:
     return Split(100 * cpu / wall, 100 * (main_wait + others) / wall, 100 * blocked / wall, 100 * others / wall)
 
 
+def unwaited_iqr_pct(steps: Sequence[StepSample]) -> float | None:
+    """Where some steps were left out (``kept``): the IQR of every step less what its threads waited for a CPU, in
+    % of their median; None where none was."""
+    if all(kept(steps)):
+        return None
+    unwaited = StepStats.from_ns([max(0, wall - main_wait - others_wait) for wall, _, main_wait, others_wait in steps])
+    return 100 * unwaited.iqr_ms / unwaited.median_ms if unwaited.median_ms else None
+
+
 def time_split(steps: Sequence[StepSample], method: str, machine: tuple[float | None, float | None, float | None, int | None],
                profiled: Sequence[StepSample] = ()) -> TimeSplit | None:  # fmt: skip
     """The row's ``time_split``: the measured steps' split, how many stayed clean, and the profiled steps' wait.
@@ -86,4 +96,5 @@ def time_split(steps: Sequence[StepSample], method: str, machine: tuple[float | 
         pressure_pct=machine[0], other_work_pct=machine[1], load_average=machine[2], cpus=machine[3],
         profiled_waiting_pct=None if profile is None else profile.waiting_pct,
         profiled_steps_kept=sum(clean(profiled)) if profiled else None, profiled_steps=len(profiled) or None,
+        unwaited_iqr_pct=unwaited_iqr_pct(steps),
     )  # fmt: skip

@@ -65,6 +65,10 @@ class TimeSplit(Record):
     profiled_steps_kept: int | None = json_field(default=None, bound=NON_NEGATIVE)
     profiled_steps: int | None = json_field(default=None, bound=NON_NEGATIVE)
     cpus: int | None = json_field(default=None, bound=NON_NEGATIVE)  # the machine's, where it was measured
+    # With steps left out: the IQR of every measured step less what its threads waited for a CPU, in % of their
+    # median. A long step is likelier to wait than a short one, so the kept steps lean to a model's short ones
+    # and their IQR can hide the model's own spread.
+    unwaited_iqr_pct: float | None = json_field(default=None, bound=NON_NEGATIVE)
 
     def _pressure(self) -> str:
         if self.own_wait:
