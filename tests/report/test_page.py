@@ -32,6 +32,7 @@ from torchbenchmark.results.schema import (
     Measurement,
     Samples,
     StepTime,
+    TimeSplit,
     TopOp,
     Traces,
     Warmup,
@@ -345,6 +346,19 @@ def test_a_case_section_shows_the_estimates_terms_each_with_what_it_counts() -> 
     assert "(replayed gap 130 µs, the real steps&#x27; 250 µs)" in text  # the replay's mark's evidence
     assert "overhead terms" not in report.render_report(golden_summary())  # rows without terms: no such line
     assert repr(row).endswith("; overhead 210 µs a step = call 100 + nested 40 + python 70)")
+
+
+def test_a_case_section_says_which_steps_make_the_step_time_and_how_every_step_spread() -> None:
+    """The mark for steps left out that spread once their waits are taken off has its evidence on the case's line."""
+    split = TimeSplit("schedstat", 90.0, 9.0, 1.0, 0.0, steps_measured=12, steps_kept=3, unwaited_iqr_pct=3100.0)
+    lean = ok_row("jittery", "train", 0.16, 0.1, "compute-bound", time_split=split)
+    text = report.render_report(summary_of_records([RunRecord("r", ENV, None, (lean,))], "lean"))
+    assert "3 of 12 steps ran with no wait and make the step time" in text
+    assert "every step less its wait spreads 3100% of their median (IQR)" in text
+    assert "IQR 3100% of the median counting the 9 steps left out, their waits taken off" in text
+    contended = dataclasses.replace(lean, time_split=dataclasses.replace(split, steps_kept=2, unwaited_iqr_pct=None))
+    text = report.render_report(summary_of_records([RunRecord("r", ENV, None, (contended,))], "contended"))
+    assert "only 2 of 12 steps ran with no wait: every step makes the step time" in text and "spreads" not in text
 
 
 def test_the_table_shows_each_figure_once_beside_a_variant_row() -> None:

@@ -13,7 +13,7 @@ from torchbenchmark.report.plots import case_id, label
 from torchbenchmark.report.summary import flop_figure
 from torchbenchmark.results.kinds import summed
 from torchbenchmark.results.records import Summary, differs
-from torchbenchmark.results.schema import PHASES, CaseResult, Status, terms_text
+from torchbenchmark.results.schema import PHASES, CaseResult, Status, enough_clean, terms_text
 
 TOP_OPS_SHOWN = 8
 
@@ -196,7 +196,14 @@ def time_split_text(row: CaseResult) -> str:
         return ""
     text = f"on a CPU {split.on_cpu_pct:.0f}%, waiting for a CPU {split.waiting_pct:.0f}%{summed(split.waiting_pct)}, blocked {split.blocked_pct:.0f}%"
     if split.steps_kept < split.steps_measured:
-        text += f"; {split.steps_kept} of {split.steps_measured} steps ran with no wait and make the step time"
+        kept = f"{split.steps_kept} of {split.steps_measured} steps ran with no wait"
+        text += (
+            f"; {kept} and make the step time"
+            if enough_clean(split.steps_kept, split.steps_measured)
+            else f"; only {kept}: every step makes the step time"
+        )
+    if split.unwaited_iqr_pct is not None:
+        text += f"; every step less its wait spreads {split.unwaited_iqr_pct:.0f}% of their median (IQR)"
     machine = [f"CPU pressure {split.pressure_pct:.0f}%"] if split.pressure_pct is not None else []
     machine += [f"other work {split.other_work_pct:.0f}% of its CPUs"] if split.other_work_pct is not None else []
     return text + (f" (the machine: {', '.join(machine)})" if machine else "") + f"; by {split.method}"
