@@ -93,7 +93,7 @@ class ThreadClock:
         ends at the reading before it and the next starts at one after."""
         end, still = self._reading()
         start = end
-        for _ in range(3):
+        for _ in range(3):  # each wait leaves the thread a fresh slice: a second one within a reading is rare
             if still:
                 break
             start, still = self._reading()

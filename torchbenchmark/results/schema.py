@@ -134,12 +134,12 @@ class CaseResult(Record):
             reasons.append(f"noisy: windows{apart} apart")
         step = self.step_time
         if step is not None:
-            unwaited = None if self.time_split is None else self.time_split.unwaited_iqr_pct
+            split = self.time_split
             if step.iqr_ms > UNTRUSTWORTHY_IQR_FRACTION * step.median_ms:
                 reasons.append(f"IQR {100 * step.iqr_ms / step.median_ms:.0f}% of the median")
-            elif unwaited is not None and unwaited > 100 * UNTRUSTWORTHY_IQR_FRACTION:
-                left = self.time_split.steps_measured - self.time_split.steps_kept
-                reasons.append(f"IQR {unwaited:.0f}% of the median counting the {left} steps left out, their waits taken off")
+            elif split is not None and (split.unwaited_iqr_pct or 0) > 100 * UNTRUSTWORTHY_IQR_FRACTION:
+                left = split.steps_measured - split.steps_kept
+                reasons.append(f"IQR {split.unwaited_iqr_pct:.0f}% of the median counting the {left} steps left out, their waits taken off")
             if step.n < MIN_STEPS_FOR_SPREAD:
                 reasons.append(f"only {step.n} step{'' if step.n == 1 else 's'} measured: no spread")
         if (apart := processes_apart(self.samples.process_medians_ms)) > PROCESSES_APART_FRACTION:
