@@ -13,7 +13,7 @@ For each eval case of ``verdict_accuracy.CASES``: the least Python gap of five l
 (``overhead_events_of_trace``, as the tool reads a case) of the real step, of the same step replayed,
 and of the twin, all in this process.
 
-``--rounds N`` replays each case as the tool does (``measure.replay.warm_reading``: one session of up to
+``--rounds N`` replays each case as the tool does (``measure.replay.warm_reading``: up to
 twenty steps, the timer's clip, each gap's least) and profiles its twin in turn, N times over, in one
 process: how far the replayed gap moves from moment to moment, and whether the twin's, the same glue run at
 nil width, moves with it.
@@ -77,7 +77,7 @@ def rounds(case: Case, out_dir: Path, count: int) -> list[list[str]]:
     pairs = []
     for round_ in range(count):
         timed_call(real, case.mode, 3, StepTimer())  # as a case replays it: after its real steps
-        replay_us = warm_reading(real, case.mode, [out_dir / f"{name}-replay{round_}.pt.trace.json.gz"], Replay()).gap_us
+        replay_us = warm_reading(real, case.mode, out_dir / f"{name}-replay{round_}.pt.trace.json.gz", Replay()).gap_us
         twin_us = least_gap_us(twin, case.mode, out_dir / f"{name}-twin{round_}.pt.trace.json.gz")
         pairs.append((replay_us, twin_us))
     rows = [[case.label, str(i + 1), f"{r:.0f}", f"{t:.0f}", f"{r / t:.2f}"] for i, (r, t) in enumerate(pairs)]

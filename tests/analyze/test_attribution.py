@@ -150,7 +150,7 @@ def test_the_tiny_op_module_holds_the_attributed_overhead_and_its_line_is_the_to
     from tests.helpers.explain_models import MatmulAndTinyOps, TinyOps
     from torchbenchmark.results.spec import Budget
 
-    row = diagnose(MatmulAndTinyOps, mode, out_dir=tmp_path, budget=Budget(warmup_s=1.0, measure_s=0.5, edge_calls=1, replay_sessions=1))
+    row = diagnose(MatmulAndTinyOps, mode, out_dir=tmp_path, budget=Budget(warmup_s=1.0, measure_s=0.5, edge_calls=1))
     assert row.status == "ok", row.error
     attribution = row.attribution
     assert attribution is not None and attribution.attribution_note is None, attribution
@@ -171,9 +171,7 @@ def test_with_no_detailed_profile_the_row_says_why_it_has_no_attribution(tmp_pat
     from tests.helpers.explain_models import MatmulAndTinyOps
     from torchbenchmark.results.spec import Budget
 
-    row = diagnose(
-        MatmulAndTinyOps, "eval", out_dir=tmp_path, budget=Budget(warmup_s=0.5, measure_s=0.3, replay_sessions=1), detailed=False
-    )
+    row = diagnose(MatmulAndTinyOps, "eval", out_dir=tmp_path, budget=Budget(warmup_s=0.5, measure_s=0.3), detailed=False)
     assert row.status == "ok", row.error
     assert row.attribution.overhead_by_module == () and "--no-detailed" in row.attribution.attribution_note
     assert row.bound is not None

@@ -136,7 +136,7 @@ def test_compare_names_the_added_op_first_with_its_calls_going_from_base_to_new(
     from torchbenchmark.cli import compare as compare_cli
     from torchbenchmark.results.spec import Budget
 
-    budget = Budget(warmup_s=0.5, measure_s=0.3, edge_calls=1, replay_sessions=1)
+    budget = Budget(warmup_s=0.5, measure_s=0.3, edge_calls=1)
     for cls, folder in ((ElementwiseBase, "base"), (ElementwiseAdded, "new")):
         row = diagnose(cls, "eval", out_dir=tmp_path / folder, budget=budget, detailed=False)
         assert row.status == "ok", row.error

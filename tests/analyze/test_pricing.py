@@ -24,7 +24,7 @@ def honestly_in_doubt(result: object, expected: str) -> bool:
     return dispatch.borderline and any(reached == expected for reached in verdict.verdicts_between(*dispatch.overhead_interval))
 
 
-QUICK = Budget(warmup_s=1.0, measure_s=0.5, min_steps=3, edge_calls=2, replay_sessions=1)
+QUICK = Budget(warmup_s=1.0, measure_s=0.5, min_steps=3, edge_calls=2)
 
 
 @pytest.mark.parametrize(

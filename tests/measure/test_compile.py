@@ -17,7 +17,7 @@ from torchbenchmark.results.spec import Budget, CaseRequest, CaseSpec, Compile
 from torchbenchmark.run.outdir import spec_stem
 
 ROOT = Path(__file__).resolve().parents[2]
-QUICK = Budget(warmup_s=1.0, measure_s=0.3, windows=2, window_tolerance=0.5, edge_calls=1, light_s=0.1, replay_sessions=1)
+QUICK = Budget(warmup_s=1.0, measure_s=0.3, windows=2, window_tolerance=0.5, edge_calls=1, light_s=0.1)
 
 
 def compiled(model: type, tmp_path: Path, backend: str = "inductor") -> object:

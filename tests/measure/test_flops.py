@@ -31,7 +31,7 @@ from torchbenchmark.results.records import Summary
 from torchbenchmark.results.schema import CaseResult, Costs, Dispatch, StepTime
 from torchbenchmark.results.spec import Budget
 
-QUICK = Budget(warmup_s=1.0, measure_s=0.5, min_steps=3, edge_calls=2, replay_sessions=1)
+QUICK = Budget(warmup_s=1.0, measure_s=0.5, min_steps=3, edge_calls=2)
 CPU = torch.device("cpu")
 
 

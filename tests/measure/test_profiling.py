@@ -29,7 +29,7 @@ def first_python_block(path: Path) -> str:
 @pytest.mark.slow
 def test_the_documented_hta_example_reads_every_profiled_step(tmp_path: Path) -> None:
     pytest.importorskip("hta.trace_analysis")
-    result = diagnose(TinyMLP, "train", out_dir=tmp_path, budget=Budget(steps=3, replay_sessions=1), detailed=False)
+    result = diagnose(TinyMLP, "train", out_dir=tmp_path, budget=Budget(steps=3), detailed=False)
     assert result.status == "ok", result.error
     trace = tmp_path / result.traces.light
     code = first_python_block(PAGE)

@@ -34,7 +34,7 @@ from torchbenchmark.run.outdir import stem, trace_name
 ROOT = Path(__file__).resolve().parents[2]
 gpu = pytest.mark.gpu
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-QUICK = Budget(warmup_s=1.0, measure_s=0.5, min_steps=3, edge_calls=2, replay_sessions=1)
+QUICK = Budget(warmup_s=1.0, measure_s=0.5, min_steps=3, edge_calls=2)
 
 
 @pytest.fixture

@@ -52,9 +52,9 @@ class OverheadEvents:
 
     @property
     def least_gap_us(self) -> float:
-        """The Python gap at its least: preemption only adds to a gap, so the least is the nearest the truth."""
-        least = min(self.python_gap_us_per_step, default=0.0)
-        return least if self.least_python_gap_us is None else min(least, self.least_python_gap_us)
+        """The Python gap at its least: preemption only adds to a gap, so the least is the nearest the truth. Each
+        gap's least, summed, is never over the least step's gap, which stands where the steps' gaps do not pair up."""
+        return min(self.python_gap_us_per_step, default=0.0) if self.least_python_gap_us is None else self.least_python_gap_us
 
     def only(self, keep: Sequence[bool]) -> OverheadEvents:
         """These events for the steps ``keep`` marks (those no other work on the machine stretched).

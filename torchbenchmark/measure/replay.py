@@ -21,7 +21,7 @@ import contextlib
 import dataclasses
 import math
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +38,9 @@ from torchbenchmark.measure.profiling import ProfileRun, run_profile
 
 MAX_BYTES = 2 << 30  # the most a replay holds of a step's outputs; past it the row keeps the cold factor alone
 # Light-profiled replayed steps: the least gap of these is the warm gap. With no kernel run they are cheap,
-# so as many as fit in STEPS_S, within these bounds a session (a step that sleeps or reads replays as slowly
-# as it runs).
+# so as many as fit in STEPS_S, within these bounds (a step that sleeps or reads replays as slowly as it runs).
 LEAST_STEPS, MOST_STEPS = 5, 20
 STEPS_S = 1.0
-# The replayed steps can come in sessions (``Budget.replay_sessions``) that start SPACING_S apart, the least
-# gap of all counting: a spell of load can slow every step of one session alike.
-SPACING_S = 0.4
 DEADLINE_S = 10.0
 WATCHDOG_GRACE_S = 5.0  # past the replay's own deadline, the watchdog's: for a step that never reaches an op
 
@@ -53,10 +49,10 @@ WATCHDOG_GRACE_S = 5.0  # past the replay's own deadline, the watchdog's: for a 
 class Warm:
     """What the step replayed showed."""
 
-    events: OverheadEvents  # the replayed steps' events and gaps: the session with the least gap
+    events: OverheadEvents  # the replayed steps' events and gaps
     time_steps: dict[str, float]  # the mean time steps of an RNN call of each kind, as the replay saw their inputs
-    # What each of that session's steps spent blocked (``analyze.timesplit.blocked_us``): the step's own Python's
-    # (a sleep, a read), where no kernel runs to wait at a join in.
+    # What each replayed step spent blocked (``analyze.timesplit.blocked_us``): the step's own Python's (a sleep,
+    # a read), where no kernel runs to wait at a join in.
     blocked_us: float = 0.0
 
     @property
@@ -189,29 +185,22 @@ def ranges_past_modes() -> Iterator[None]:
         library._destroy()
 
 
-def deadline_s(step_ms: float, sessions: int) -> float:
-    """How long a replay of a step of median ``step_ms`` in ``sessions`` sessions may take: as long as its steps
-    would take for real, the sessions' spacing, and ``DEADLINE_S`` more."""
-    return DEADLINE_S + STEPS_S + sessions * SPACING_S + (sessions * LEAST_STEPS + 4) * step_ms / 1e3
+def deadline_s(step_ms: float) -> float:
+    """How long a replay of a step of median ``step_ms`` may take: as long as its steps would take for real, and
+    ``DEADLINE_S`` more."""
+    return DEADLINE_S + STEPS_S + (LEAST_STEPS + 4) * step_ms / 1e3
 
 
-def replayed_profiles(model: Any, mode: str, trace_paths: Sequence[Path], replay: Replay) -> list[ProfileRun]:
-    """Light-profiled steps of ``model`` under ``replay``, a session traced to each of ``trace_paths``, the
-    sessions ``SPACING_S`` apart; in each, as many steps as fit in its share of ``STEPS_S``, within
-    ``LEAST_STEPS`` and ``MOST_STEPS``. Raises ``Abandoned`` for a step whose outputs do not fit, or a
+def replayed_profile(model: Any, mode: str, trace_path: Path, replay: Replay) -> ProfileRun:
+    """Light-profiled steps of ``model`` under ``replay``, traced to ``trace_path``: as many as fit in ``STEPS_S``,
+    within ``LEAST_STEPS`` and ``MOST_STEPS``. Raises ``Abandoned`` for a step whose outputs do not fit, or a
     replay past its deadline."""
     try:
         with replay, ranges_past_modes():
             timer = StepTimer()
             timed_call(model, mode, 2, timer)  # the first records every op, the second replays them all
-        fit = int(STEPS_S / len(trace_paths) * 1e9 / max(1, timer.durations_ns[-1]))
-        runs: list[ProfileRun] = []
-        for path in trace_paths:
-            if runs:
-                time.sleep(max(0.0, SPACING_S - runs[-1].profile_s))
-            with replay, ranges_past_modes():
-                runs.append(run_profile(model, mode, torch.device("cpu"), "light", max(LEAST_STEPS, min(MOST_STEPS, fit)), path))
-        return runs
+            fit = int(STEPS_S * 1e9 / max(1, timer.durations_ns[-1]))
+            return run_profile(model, mode, torch.device("cpu"), "light", max(LEAST_STEPS, min(MOST_STEPS, fit)), trace_path)
     finally:
         replay.recorded.clear()
 
@@ -235,14 +224,10 @@ def trusted(warm: Warm | None, real_calls: float) -> tuple[Warm | None, str | No
     )
 
 
-def warm_reading(model: Any, mode: str, trace_paths: Sequence[Path], replay: Replay) -> Warm:
-    """The step replayed (``replayed_profiles``), read: the session whose gap is least (of its clean steps,
-    ``analyze.timesplit.kept``, less what each spent blocked), and the time steps of the RNN calls among
-    ``replay``'s watched ops."""
-    sessions = []
-    for run in replayed_profiles(model, mode, trace_paths, replay):
-        blocked_us = timesplit.blocked_us(run.samples)
-        events = overhead_events_of_trace(run.trace_path, timed_ms=run.steps.times_ms).only(timesplit.kept(run.samples))
-        sessions.append(Warm(events.less(blocked_us), {}, blocked_us))
-    warm = min(sessions, key=lambda session: session.gap_us)
-    return dataclasses.replace(warm, time_steps=time_steps_of_calls(replay.inputs))
+def warm_reading(model: Any, mode: str, trace_path: Path, replay: Replay) -> Warm:
+    """The step replayed (``replayed_profile``), read: the gaps of its clean steps (``analyze.timesplit.kept``)
+    less what each spent blocked, and the time steps of the RNN calls among ``replay``'s watched ops."""
+    run = replayed_profile(model, mode, trace_path, replay)
+    blocked_us = timesplit.blocked_us(run.samples)
+    events = overhead_events_of_trace(run.trace_path, timed_ms=run.steps.times_ms).only(timesplit.kept(run.samples))
+    return Warm(events.less(blocked_us), time_steps_of_calls(replay.inputs), blocked_us)

@@ -51,10 +51,9 @@ class Budget:
     light_s: float = 1.0  # ...and as many more as fit in this long, up to 50: fast steps need more for a median
     detailed_steps: int = 1  # active steps in the detailed profile, at least...
     detailed_s: float = 0.5  # ...and as many more as fit in this long, up to 5: it is costly per op
-    replay_sessions: int = 1  # sessions of the step replayed with no kernel, 0.4 s apart: the least gap of all counts
 
     def __post_init__(self) -> None:
-        for name in ("min_steps", "max_steps", "edge_calls", "light_steps", "detailed_steps", "warmup_window", "replay_sessions"):
+        for name in ("min_steps", "max_steps", "edge_calls", "light_steps", "detailed_steps", "warmup_window"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
         if self.windows < 2:

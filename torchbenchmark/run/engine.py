@@ -257,19 +257,17 @@ def _replayed(spec: CaseSpec, model: Any, folder: Path, median_ms: float, laps: 
     if torch.device(spec.device).type != "cpu" or spec.compile is not None:
         return None
     laps.announce("replaying the step warm")
-    sessions = spec.budget.replay_sessions
-    paths = [folder / f".{outdir.spec_stem(spec)}-replay{session}{outdir.TRACE_SUFFIX}" for session in range(sessions)]
-    deadline_s = replay.deadline_s(median_ms, sessions)
+    path = folder / f".{outdir.spec_stem(spec)}-replay{outdir.TRACE_SUFFIX}"
+    deadline_s = replay.deadline_s(median_ms)
     watching = replay.Replay(deadline_s=deadline_s, watch=SETUP_OPS)
     try:
         with watchdog(deadline_s + replay.WATCHDOG_GRACE_S, replay.Abandoned):
-            return replay.warm_reading(model, spec.mode, paths, watching)
+            return replay.warm_reading(model, spec.mode, path, watching)
     except Exception as error:  # a step that refuses the mode, or checks values a replay does not keep
         log.warning("%s %s: no warm replay, the real step's gap stands: %s: %s", spec.model, spec.mode, type(error).__name__, error)
         return None
     finally:
-        for path in paths:
-            path.unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
         laps("replay")
 
 
