@@ -34,9 +34,7 @@ def blocked_us(steps: Sequence[StepSample]) -> float:
     join too). 0 without samples.
 
     A step that waited for a CPU is no measure of it: what the kernel saw is read at its boundaries, not at each
-    wait's edges (``measure.schedstat.ThreadClock.boundary``). Taken over every step, a 9 ms sleep came out as
-    5.1 ms in a run where one profiled step waited some 4.3 ms, and 4.5 ms of sleep stayed in the gaps (47%
-    overhead, unmarked)."""
+    wait's edges (``measure.schedstat.ThreadClock.boundary``), so its wait may hide some of its blocked time."""
     flags = kept(steps)
     return min((max(0, wall - cpu - wait) / 1e3 for (wall, cpu, wait, _), keep in zip(steps, flags) if keep), default=0.0)
 

@@ -3,9 +3,8 @@
 Each loop body is an op of a shape a model's step is made of, on one-element tensors so the arithmetic is
 nil. A light profile of every loop counts the events an iteration emits (one call is rarely one event:
 ``a * 2.0`` dispatches five) and the Python gap it leaves; bursts of each loop are timed, the fastest kept
-(preemption only adds), and
-``analyze.pricing.prices_from_timings`` turns counts and costs into prices. The workloads take turns
-within each repeat, so a spell of load falls on all of them alike.
+(preemption only adds), and ``analyze.pricing.prices_from_timings`` turns counts and costs into prices. The
+workloads take turns within each repeat, so a spell of load falls on all of them alike.
 """
 
 from __future__ import annotations
@@ -107,8 +106,7 @@ def with_rnn_prices(
     step, backward (``analyze.rnn.with_rnn_prices``): for a step that calls an RNN layer, and only there.
 
     Unlike the rest of the calibration, the loops run at this process's intra-op threads, the case's: oneDNN's
-    RNN layer opens a parallel region at every time step, whatever its width, so at two threads a time step
-    of width 2 costs about 1.2 µs under ``no_grad`` against 0.3 at one.
+    RNN layer opens a parallel region at every time step, whatever its width, whose cost grows with the threads.
     """
     kinds = (False, True) if train else (False,)
     workloads = [
@@ -134,8 +132,8 @@ def with_rnn_prices(
     return Calibration(tuple(rnn_priced(prices, counted, fastest) for prices in calibration.repeats))
 
 
-# Each workload is profiled as this many steps, and its Python gap is the least of theirs: one preemption in a
-# single pass over 300 iterations put 30 ns on every iteration's gap, and a loop's gap is taken from each call's.
+# Each workload is profiled as this many steps, and its Python gap is the least of theirs: a preemption in one
+# of them spreads over each of its iterations' gaps, and a loop's gap is taken from each call's.
 SPLITS = 5
 
 
@@ -196,9 +194,8 @@ def _timings(workloads: list[Workload], sync: Callable[[], None], calls: int) ->
 
 # A case's calibration is timed in turns at three moments of it, seconds apart (before its profiles, before its
 # replay, after it), this many repeats each: a spell of load that slows one moment leaves the median, and one that
-# slows two shows in the repeats' spread (``Calibration.spread_pct``). Timed at one moment, in its 0.15 s, a
-# calibration could be slowed alike throughout, its spread nil: calls at 1.47 to 1.60 µs, 3% apart, where
-# the cases beside it read 0.85.
+# slows two shows in the repeats' spread (``Calibration.spread_pct``). Timed at one moment, a spell over its
+# 0.15 s could slow every repeat alike, unseen.
 MOMENT_REPEATS = 3
 
 
@@ -222,9 +219,8 @@ class Calibrating:
 
     def moment(self, repeats: int = MOMENT_REPEATS) -> Calibration:
         """The loops counted now and ``repeats`` more repeats timed, the workloads taking turns within each; the
-        calibration so far. The Python gaps are read at each moment as the costs are: a spell over the one light
-        profile of a case put 0.82 µs of gap on each call where the cases beside it read 0.64 to 0.67, and its row,
-        which takes that gap off each call's, read 17% under its twin and under its own interval, unmarked."""
+        calibration so far. The Python gaps are read at each moment as the costs are, so a spell over one light
+        profile of the loops moves the gap a call leaves no more than it moves a price."""
         sync = device_sync(self.device)  # the case's own GPU, not the current one
         with intra_op_threads(1):
             counted = _count_events(self.workloads, self.device, self.profiled_calls)

@@ -8,7 +8,7 @@ argument the op wrote in place, without running a kernel. Under it the step runs
 calls, bindings, autograd bookkeeping and dispatch, as it does for real, but no kernel runs long enough
 to evict anything: the Python gap of a replayed step is the step's glue run warm. Its ``record_function``
 ranges (the phases, the profiler's steps) open and close past the mode (``ranges_past_modes``), as they
-do in the real step: through it, a phase's end alone put some 5 µs of the mode's Python in the gaps.
+do in the real step, so the mode's own Python stays out of the gaps.
 
 The estimate takes the replayed step's gap as the step's Python (``analyze.pricing``). It is taken on a CPU,
 in eager mode, for a step whose outputs fit in ``MAX_BYTES``: a compiled graph calls its kernels past the
@@ -127,11 +127,10 @@ def _steers(func: Any, out: Any, written: torch.Tensor | None) -> bool:
     index built into a buffer, a count) or a view of one, or an integer read back into Python (``int(count)``).
 
     Replayed, such a write is not made, and a view is of the tensor another call viewed: a buffer the replay hands to
-    every call of one op and layout keeps what another call site wrote, and as an index it pointed past its tensor (a
-    mixture of experts' inverted permutation); a count stands still. Computed, the write holds what this call's
-    replayed inputs give, which index in bounds, and a view runs no kernel. Other integer ops (a sort, ``randint``)
-    are replayed: their recorded values index in bounds too, and computed they would run kernels whose cache traffic
-    the glue would pay for (dlrm's replayed gap read 2.5 times as long)."""
+    every call of one op and layout keeps what another call site wrote, and as an index it can point past its tensor;
+    a count stands still. Computed, the write holds what this call's replayed inputs give, which index in bounds, and
+    a view runs no kernel. Other integer ops (a sort, ``randint``) are replayed: their recorded values index in bounds
+    too, and computed they would run kernels whose cache traffic the glue would pay for."""
     if written is not None:
         return written.dtype in INTEGER_DTYPES
     if isinstance(out, torch.Tensor):
@@ -173,8 +172,8 @@ def ranges_past_modes() -> Iterator[None]:
     """Every ``record_function`` range (a step's phases, the profiler's own steps) opened and closed past any
     dispatch mode. Its enter and exit are ops: under the replay each would reach the mode's Python, which the
     profiler times in the step's gaps (about 5 µs at a phase's end), where the real step has no mode. The
-    dispatcher passes them by a fallthrough at the modes' dispatch key, with no Python of ours on their way
-    (a Python wrapper round the range's enter and exit cost 1.2 µs a range); the registration goes with the block.
+    dispatcher passes them by a fallthrough at the modes' dispatch key, with no Python of ours on their way; the
+    registration goes with the block.
     """
     library = Library("profiler", "IMPL")
     try:
