@@ -50,12 +50,17 @@ def test_estimate_prices_each_kind_and_the_python_beyond_the_calls_own_gaps() ->
     assert sum(priced.terms_us.values()) == pytest.approx(priced.overhead_us) and set(priced.terms_us) <= set(pricing.TERMS)
 
 
-def test_the_python_is_the_replayed_steps_gap_not_the_real_steps() -> None:
-    """A real step whose glue ran cold after its large ops shows 400 us of gap; replayed with no kernel, 100."""
+def test_the_python_is_the_lesser_of_the_replayed_and_the_real_steps_gap() -> None:
+    """A real step whose glue ran cold after its large ops shows 400 us of gap; replayed with no kernel, 100. A
+    step whose arithmetic leaves its glue warm shows 100, and its replay, slowed by load or by the replay's own
+    Python, 130: each reading only adds to the glue, so the lesser stands."""
     calibration = pricing.Calibration(repeats=(PRICES,))
     priced = pricing.estimate(_events(10, 0, 0, (400.0,)), calibration, step_ms=10.0, replayed=_events(10, 0, 0, (100.0,)))
     assert priced.python_us == pytest.approx(100 - 10 * 0.5)
     assert priced.interval[0] == pytest.approx(priced.fraction)  # measured warm: the low end holds the Python too
+    slowed = pricing.estimate(_events(10, 0, 0, (100.0,)), calibration, step_ms=10.0, replayed=_events(10, 0, 0, (130.0,)))
+    assert slowed.python_us == pytest.approx(100 - 10 * 0.5) and slowed.terms_us["python"] == slowed.python_us
+    assert slowed.interval[0] == pytest.approx(slowed.fraction) == pytest.approx(slowed.interval[1])
 
 
 def test_estimate_is_uncapped_and_never_counts_negative_python() -> None:
@@ -81,10 +86,11 @@ def test_interval_brackets_the_ops_prices_and_the_glue_warm_and_cold_over_the_me
     assert low == pytest.approx((100 * 0.8 + 10 * 0.2 + 10) / 1000)  # cheapest ops, the glue warm
     assert high == pytest.approx((100 * 1.6 + 10 * 0.4 + 40) / 1000)  # dearest ops, the real step's least gap
     assert low < priced.fraction < high
-    # Where the real steps' glue ran no slower than replayed, the replayed gap is the top's too.
-    assert pricing.estimate(replayed, calibration, step_ms=1.0, replayed=real).interval[1] == pytest.approx(
-        (100 * 1.6 + 10 * 0.4 + 40) / 1000
-    )
+    # Where the real steps' glue ran faster than replayed, their gap is the lesser reading: the estimate's and
+    # both ends'.
+    swapped = pricing.estimate(replayed, calibration, step_ms=1.0, replayed=real)
+    assert swapped.fraction == pytest.approx(priced.fraction)
+    assert swapped.interval == (pytest.approx(low), pytest.approx((100 * 1.6 + 10 * 0.4 + 10) / 1000))
     wide = _events(150, 0, 0, (75.0, 175.0))
     straddling = pricing.estimate(wide, calibration, step_ms=1.0, replayed=wide)
     assert straddling.interval[0] < verdict.COMPUTE_BOUND_BELOW <= straddling.interval[1]

@@ -236,16 +236,17 @@ def test_a_row_whose_calibration_repeats_spread_was_priced_under_load() -> None:
     assert loaded.untrustworthy_reasons == ("prices read under load: the calibration's median 18% above its least repeat",)
 
 
-def test_a_row_whose_replay_ran_slower_than_its_real_steps_glue_was_replayed_under_load() -> None:
-    """The replay runs the real step's glue warm: quiet, its gap is at most some 17% above the real steps'; in a
-    spell of the host's load soft_actor_critic eval's read 36.5 µs against the real 24.6 (its replays alone: 18 to 22)."""
+def test_a_row_whose_replayed_gap_lies_far_above_its_real_steps_gap_is_marked() -> None:
+    """Quiet, the replayed gap lies at most some 30% above the real steps' (the replay's own Python, where the glue
+    runs warm anyway); far above, one reading is off, and the estimate, which takes the lesser, may rest on a real
+    gap read low."""
     verdict = Dispatch(verdict=Verdict.MIXED, overhead_fraction=0.3, ops_per_step=10.0, median_op_us=5.0, per_op_overhead_us=0.85)
 
     def gaps(warm: float | None, real: float | None) -> CaseResult:
         return dataclasses.replace(row(), dispatch=dataclasses.replace(verdict, warm_gap_us=warm, real_gap_us=real))
 
-    assert gaps(36.5, 24.6).untrustworthy_reasons == ("replay read under load: its gap 48% above the real step's",)
-    for warm, real in ((287.6, 264.6), (160.5, 553.4), (None, 24.6), (36.5, None), (36.5, 0.0)):
+    assert gaps(39.9, 24.6).untrustworthy_reasons == ("gaps read apart: the replayed step's 62% above the real steps'",)
+    for warm, real in ((287.6, 264.6), (511.2, 393.8), (160.5, 553.4), (None, 24.6), (39.9, None), (39.9, 0.0)):
         assert gaps(warm, real).untrustworthy_reasons == (), (warm, real)
 
 

@@ -4,13 +4,14 @@ Every op a model calls pays a fixed cost before any arithmetic: Python argument 
 autograd bookkeeping, an allocation, a kernel launch on a GPU. Each kind of event (``analyze.overhead``)
 has its own price; an op that builds its kernel on every call (``SETUP_OPS``) is priced once more for
 that set-up, and an RNN layer for each time step it runs. Python that makes no event (module ``__call__``,
-hooks, the optimizer's loops, glue) is measured, not priced: the *Python gap* of the step replayed with no
-kernel run (``measure.replay``), where the glue runs warm as it would if the arithmetic evicted nothing,
-each gap at its least over the steps (preemption only adds), less what the profiler puts in the gap of
-each top-level call (``call_gap_us``, from a bare loop)::
+hooks, the optimizer's loops, glue) is measured, not priced: the *Python gap*, each gap at its least over
+the steps, read twice, in the real steps and in the step replayed with no kernel run (``measure.replay``),
+where the glue runs warm as it would if the arithmetic evicted nothing. The lesser reading stands: load,
+the caches a long op left cold and the replay's own Python only add to a gap. Less what the profiler puts
+in the gap of each top-level call (``call_gap_us``, from a bare loop)::
 
     overhead_us = sum(events[kind] * price[kind] for every priced kind)
-                  + max(0, replayed_gap_us - calls * call_gap_us)
+                  + max(0, min(replayed_gap_us, real_gap_us) - calls * call_gap_us)
     fraction = overhead_us / step_time                       (uncapped; the pinned field caps it at 1)
 
 Each addend is one of ``Estimate.terms_us``. Where the step could not be replayed (a GPU, a compiled step,
@@ -23,9 +24,9 @@ difference between a deep and a shallow backward (the engine's fixed entry cost 
 convolution's set-up from a loop of one (an RNN layer's, for a step that calls one: ``analyze.rnn``).
 
 The interval brackets the same sum by what was measured on each side of it: at its low end each kind of
-op at the cheapest op of its kind the calibration timed and the replayed gap (the glue warm); at its top
-each at the dearest and the real steps' gap where that is the larger (the glue as it ran, its caches cold
-after the arithmetic); each at its median over the calibration's repeats, as the estimate's prices are (a
+op at the cheapest op of its kind the calibration timed and the estimate's gap; at its top each at the
+dearest and the real steps' gap (the glue as it ran, its caches cold after the arithmetic); each at its
+median over the calibration's repeats, as the estimate's prices are (a
 repeat read under load is no end of it: preemption only adds). A call is priced at an end with the gap that
 same op left: the Python that parses a call's arguments lies in both its price and its gap, so from op to
 op they move together. It is a share of the median step, as the estimate is: how far single steps spread
@@ -169,7 +170,7 @@ TERMS = {
     "conv": "oneDNN convolution calls x the price of building the convolution's primitive",
     "rnn_step": "RNN time steps x the price of a time step at nil width",
     "rnn_backward_step": "RNN backward time steps x the price of a backward time step at nil width",
-    "python": "Python between ops that made no op event: the replayed step's gap, less a bare loop's gap per call",
+    "python": "Python between ops that made no op event: the replayed or the real steps' gap, the lesser, less a bare loop's gap per call",
 }
 
 
@@ -197,19 +198,20 @@ def estimate(events: OverheadEvents, calibration: Calibration, step_ms: float, r
     run warm. Without them the gap is the real step's, which holds the slowness the arithmetic leaves behind:
     the interval's low end then counts the ops alone.
 
-    The gap is each gap's least over the steps (preemption only adds to a gap). The interval (see the module's
-    docstring) prices at the calibration's cheapest and dearest ops, from the replayed gap to the real one.
+    The gap is each gap's least over the steps, and of the replayed and the real steps' readings the lesser
+    (the module's docstring says why). The interval prices at the calibration's cheapest and dearest ops, from
+    that gap to the real steps'.
     """
     if step_ms <= 0:
         raise ValueError("step time must be positive")
     per_step = {kind: events.mean_events(kind) for kind in PRICED_KINDS}
-    gaps = replayed or events
     prices = calibration.prices
-    overhead_us, python_us = _overhead_us(per_step, gaps.least_gap_us, prices)
+    real_gap = events.least_gap_us
+    gap = real_gap if replayed is None else min(replayed.least_gap_us, real_gap)
+    overhead_us, python_us = _overhead_us(per_step, gap, prices)
     terms_us = {kind: per_step[kind] * prices.of(kind) for kind in PRICED_KINDS if per_step[kind]} | {"python": python_us}
-    low_gap = gaps.least_gap_us if replayed is not None else 0.0
-    low_us = _overhead_us(per_step, low_gap, prices.at("least"))[0]
-    high_us = _overhead_us(per_step, max(gaps.least_gap_us, events.least_gap_us), prices.at("most"))[0]
+    low_us = _overhead_us(per_step, 0.0 if replayed is None else gap, prices.at("least"))[0]
+    high_us = _overhead_us(per_step, real_gap, prices.at("most"))[0]
     interval = (low_us / (step_ms * 1e3), high_us / (step_ms * 1e3))
     return Estimate(per_step, python_us, overhead_us, overhead_us / (step_ms * 1e3), interval, terms_us)
 

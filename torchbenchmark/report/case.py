@@ -184,7 +184,7 @@ def terms_html(row: CaseResult) -> str:
     assert row.dispatch is not None
     dispatch = row.dispatch
     said = {name: f"{name} {us:.3g} µs: {TERMS.get(name, name)}" for name, us in (dispatch.terms_us or {}).items()}
-    if "python" in said and dispatch.warm_gap_us is not None and dispatch.real_gap_us is not None:  # the replay's mark's evidence
+    if "python" in said and dispatch.warm_gap_us is not None and dispatch.real_gap_us is not None:  # the term's is the lesser
         said["python"] += f" (replayed gap {dispatch.warm_gap_us:.3g} µs, the real steps' {dispatch.real_gap_us:.3g} µs)"
     return f"{escape(terms_text(row))}<ul>{''.join(f'<li>{escape(text)}</li>' for text in said.values())}</ul>"
 

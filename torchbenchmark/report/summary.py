@@ -225,8 +225,8 @@ GFLOP/step   one step's FLOPs (matmuls, convolutions, attention); GFLOP/s: over 
 note         why a case did not end ok; UNTRUSTWORTHY and why for an ok row whose figure is not to be
              trusted: warmup not steady, measurement windows or processes that never agreed, an IQR above
              {UNTRUSTWORTHY_IQR_FRACTION:.0%} of the median, fewer than {MIN_STEPS_FOR_SPREAD} steps, contended (other work on the machine
-             made its threads wait for a CPU in too many steps), or the estimate's prices or replay read under
-             load (docs/summary.md says each). Steps whose threads waited for a CPU are left out of ms/step when
+             made its threads wait for a CPU in too many steps), the estimate's prices read under load, or its
+             replayed and real gaps far apart (docs/summary.md says each). Steps whose threads waited for a CPU are left out of ms/step when
              enough others remain. Rerun those on a quieter machine."""
 VARIANT_LEGEND = """\
 speedup x    a variant's step time against eager, the two taking turns in the variant's own process. The eager

@@ -151,7 +151,7 @@ class CaseResult(Record):
             if spread > 100 * CALIBRATION_SPREAD_FRACTION:
                 reasons.append(f"prices read under load: the calibration's median {spread:.0f}% above its least repeat")
             if above > REPLAY_ABOVE_REAL_FRACTION:
-                reasons.append(f"replay read under load: its gap {100 * above:.0f}% above the real step's")
+                reasons.append(f"gaps read apart: the replayed step's {100 * above:.0f}% above the real steps'")
             events, prices = self.dispatch.events_per_step or {}, self.dispatch.prices_us or {}
             if nil := dict.fromkeys(part for kind, part in RNN_KINDS.items() if events.get(kind) and not prices.get(f"{kind}_us")):
                 reasons.append(f"RNN prices read under load: its {' and '.join(nil)} priced at nil")
