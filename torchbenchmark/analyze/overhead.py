@@ -1,15 +1,13 @@
 """The op events of each profiled step, sorted by what their fixed cost covers, and the Python time between them.
 
-Kinds of op event (each priced on this machine by ``measure.calibration``, see ``analyze.pricing``):
+Kinds of op event, each priced on this machine (``measure.calibration``, ``analyze.pricing``):
 
     call      a top-level op: called from Python (the model, a loss, the optimizer's foreach ops)
     nested    an op dispatched inside another op or inside an autograd node (linear -> t, addmm, ...)
     autograd  an autograd engine node: the engine's scheduling and bookkeeping of one backward function
 
-Some ops build their kernel anew on every call, before any arithmetic: oneDNN's convolutions and RNN
-layers create their primitive per call (130 to 170 µs a convolution here, whatever its shape), and an RNN
-layer steps through time inside one event. Such an event counts under its kind above and once more under
-its set-up kind; an RNN layer's time steps count under a kind of their own (``analyze.rnn``).
+An op that builds its kernel on every call, before any arithmetic (oneDNN's convolution and RNN layer), counts
+once more under its set-up kind; an RNN layer's time steps under a kind of their own (``analyze.rnn``).
 """
 
 from __future__ import annotations
@@ -38,10 +36,9 @@ class OverheadEvents:
     """The op events of each profiled step by kind, and the Python time between them that made no event."""
 
     events_per_step: tuple[dict[str, float], ...]  # per step: events of each kind in PRICED_KINDS
-    # Per step: time on the step's thread with no op running, except between two autograd nodes (the
-    # engine's own scheduling, priced with the nodes).
+    # Per step: time on the step's thread with no op running, but between two autograd nodes (priced with them).
     python_gap_us_per_step: tuple[float, ...]
-    least_python_gap_us: float | None = None  # each gap at its least over the steps, summed (see below)
+    least_python_gap_us: float | None = None  # each gap at its least over the steps, summed (``overhead_events``)
 
     @property
     def steps(self) -> int:
@@ -52,15 +49,11 @@ class OverheadEvents:
 
     @property
     def least_gap_us(self) -> float:
-        """The Python gap at its least: preemption only adds to a gap, so the least is the nearest the truth. Each
-        gap's least, summed, is never over the least step's gap, which stands where the steps' gaps do not pair up."""
+        """The Python gap at its least (preemption only adds): each gap's least, summed, else the least step's."""
         return min(self.python_gap_us_per_step, default=0.0) if self.least_python_gap_us is None else self.least_python_gap_us
 
     def only(self, keep: Sequence[bool]) -> OverheadEvents:
-        """These events for the steps ``keep`` marks (those no other work on the machine stretched).
-
-        The least gaps stay: a step left out was stretched, so its gaps are never the least.
-        """
+        """These events for the steps ``keep`` marks; the least gaps stay (a stretched step's gaps are not the least)."""
         if len(keep) != self.steps or all(keep) or not any(keep):
             return self
         chosen = [i for i, flag in enumerate(keep) if flag]
@@ -71,8 +64,8 @@ class OverheadEvents:
         )
 
     def less(self, blocked_us: float) -> OverheadEvents:
-        """These events with ``blocked_us`` taken from each step's Python gap (capped at the gap): what every step
-        spent blocked (``analyze.timesplit.blocked_us``) makes no op event and lies in its gaps, and is no overhead."""
+        """These events with ``blocked_us`` (``analyze.timesplit.blocked_us``) taken from each step's gap, down to 0:
+        time blocked makes no op event, lies in the gaps, and is no overhead."""
         if blocked_us <= 0:
             return self
         gaps = tuple(max(0.0, gap - blocked_us) for gap in self.python_gap_us_per_step)
@@ -102,16 +95,11 @@ def _step(ops: Sequence[Event], start: float, end: float) -> tuple[dict[str, flo
 
 
 def overhead_events(events: Sequence[Event], timed_us: Sequence[float] = ()) -> OverheadEvents:
-    """Each step's op events by kind (PRICED_KINDS) and its Python gap time. Raises ValueError without steps.
+    """Each step's op events by kind (PRICED_KINDS) and its Python gap: the time on its thread under no top-level op,
+    but between two autograd nodes. Raises ValueError without steps.
 
-    The Python gap of a step is the time on the step's thread covered by no top-level op, less the time
-    between two consecutive autograd nodes: in it Python ran (module wrappers, glue, the optimizer's loops),
-    or the profiler itself, which the calibration's own gaps measure. ``timed_us``: each step as its timer
-    measured it (``measure.harness.StepTimer``), one per profiled step. The profiler's step range also holds
-    what the harness does between two steps while no clock runs (the kernel's accounting and the profiler's
-    own step, 20 to 40 µs here), nearly all after the clock stopped (the profiler opens the next step's range
-    last): the step's gaps end where its range does less what its timer did not see, so they hold what the step
-    time holds.
+    ``timed_us``: each profiled step as its timer measured it (``measure.harness.StepTimer``). A step's gaps end that
+    long after its range starts: the range also holds the harness's work after the clock stopped.
     """
     steps = step_events(events)
     if not steps:
@@ -133,8 +121,7 @@ def overhead_events(events: Sequence[Event], timed_us: Sequence[float] = ()) -> 
         count, gaps = _step(ops, start, end if timed_step_us is None else min(end, start + timed_step_us))
         counts.append(count)
         gap_lists.append(gaps)
-    # Steps of one model call the same ops in the same order, so their gaps pair up by position; the
-    # least of each position drops a preemption wherever it did not strike every step at the same gap.
+    # The steps call the same ops in the same order, so their gaps pair up: the least of each drops a preemption.
     least = None
     if len({len(gaps) for gaps in gap_lists}) == 1:
         least = sum(min(position) for position in zip(*gap_lists))

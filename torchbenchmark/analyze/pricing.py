@@ -1,36 +1,21 @@
-"""Pricing a step's per-op overhead from its light trace and the per-event prices calibrated on this machine.
+"""A step's per-op overhead priced: its op events times the per-event prices calibrated on this machine, plus its Python.
 
-Every op a model calls pays a fixed cost before any arithmetic: Python argument parsing, the dispatcher,
-autograd bookkeeping, an allocation, a kernel launch on a GPU. Each kind of event (``analyze.overhead``)
-has its own price; an op that builds its kernel on every call (``SETUP_OPS``) is priced once more for
-that set-up, and an RNN layer for each time step it runs. Python that makes no event (module ``__call__``,
-hooks, the optimizer's loops, glue) is measured, not priced: the *Python gap*, each gap at its least over
-the steps, read twice, in the real steps and in the step replayed with no kernel run (``measure.replay``),
-where the glue runs warm as it would if the arithmetic evicted nothing. The lesser reading stands: load,
-the caches a long op left cold and the replay's own Python only add to a gap. Less what the profiler puts
-in the gap of each top-level call (``call_gap_us``, from a bare loop)::
+Every op pays a fixed cost before any arithmetic (argument parsing, the dispatcher, autograd's bookkeeping, an
+allocation, a kernel launch), priced per kind of event (``analyze.overhead``); an op that builds its kernel on
+every call (``SETUP_OPS``) pays once more for that, an RNN layer for each time step too (``analyze.rnn``). The
+Python that makes no event (module calls, hooks, the optimizer's loops, glue) is measured, not priced: the
+*gap*, each gap at its least over the steps, read in the real steps and in the step replayed with no kernel run
+(``measure.replay``); the lesser reading stands, as load, the caches a long op left cold and the replay's own
+Python only add to a gap. A top-level call's own gap (its arguments parsed) is in its price, so it comes out::
 
     overhead_us = sum(events[kind] * price[kind] for every priced kind)
                   + max(0, min(replayed_gap_us, real_gap_us) - calls * call_gap_us)
-    fraction = overhead_us / step_time                       (uncapped; the pinned field caps it at 1)
+    fraction = overhead_us / median step time                  (uncapped; the pinned field caps it at 1)
 
-Each addend is one of ``Estimate.terms_us``. Where the step could not be replayed (a GPU, a compiled step,
-a step whose Python reads values a replay does not compute) the real step's gap stands, which holds the
-slowness a long op leaves behind in the caches, and the interval's low end counts the ops alone.
-
-Prices come in order, each from loops whose other kinds are already priced (``prices_from_timings``):
-``call`` from ops that nest nothing, ``nested`` pooled over ops that nest many, ``autograd`` from the
-difference between a deep and a shallow backward (the engine's fixed entry cost cancels), then a
-convolution's set-up from a loop of one (an RNN layer's, for a step that calls one: ``analyze.rnn``).
-
-The interval brackets the same sum by what was measured on each side of it: at its low end each kind of
-op at the cheapest op of its kind the calibration timed and the estimate's gap; at its top each at the
-dearest and the real steps' gap (the glue as it ran, its caches cold after the arithmetic); each at its
-median over the calibration's repeats, as the estimate's prices are (a
-repeat read under load is no end of it: preemption only adds). A call is priced at an end with the gap that
-same op left: the Python that parses a call's arguments lies in both its price and its gap, so from op to
-op they move together. It is a share of the median step, as the estimate is: how far single steps spread
-about it is no uncertainty of the overhead's.
+Each addend is one of ``Estimate.terms_us``. Without a replay (a GPU, a compiled step, a step whose Python reads
+values the replay does not compute) the real gap stands. The interval prices each kind at the calibration's
+cheapest op with that gap (no gap without a replay), and at its dearest with the real steps' gap; each at its
+median over the calibration's repeats, as the estimate's prices are.
 """
 
 from __future__ import annotations
@@ -41,8 +26,7 @@ from collections.abc import Mapping, Sequence
 
 from torchbenchmark.analyze.overhead import EVENT_KINDS, PRICED_KINDS, SETUP_KINDS, OverheadEvents
 
-# The prices that are an end of the interval: the calibration's extremes, one op each (the cheapest nested op
-# a residual of some tens of ns), no measure of the machine's pace (``analyze.compare``'s drift).
+# The prices that are an end of the interval: one op each, no measure of the machine's pace (``analyze.compare``).
 INTERVAL_ENDS = ("call_least_us", "call_most_us", "call_gap_least_us", "call_gap_most_us", "nested_least_us", "nested_most_us")
 
 
@@ -53,24 +37,22 @@ class Prices:
     call_us: float
     nested_us: float
     autograd_us: float
-    call_gap_us: float  # Python gap per top-level call of a bare loop under the light profiler, loop excluded
-    # The cheapest and the dearest op of each kind the calibration timed (None: the price itself): how far a
-    # model's ops, which are not the calibration's, may cost from the median op. The interval's ends. A call's
-    # end is the op whose price less the gap it leaves is least (most), with that gap: the Python that parses
-    # a call's arguments is in both, so the two move together from op to op.
+    call_gap_us: float  # Python gap per top-level call of a bare loop under the light profiler, the loop's own excluded
+    # The interval's ends (None: the price itself): the cheapest and dearest op of a kind the calibration timed. A
+    # call's end is the op whose price less its gap is least (most), with that gap: the two move together.
     call_least_us: float | None = None
     call_gap_least_us: float | None = None
     call_most_us: float | None = None
     call_gap_most_us: float | None = None
     nested_least_us: float | None = None
     nested_most_us: float | None = None
-    # An RNN layer call beyond its events' dispatch: its set-up, and each time step it runs at nil width;
-    # 0 where LSTMs do not run on oneDNN.
+    # Beyond its events' dispatch, an RNN layer call's set-up and each time step at nil width; a oneDNN
+    # convolution's primitive, built on every call. 0 where none runs on oneDNN.
     rnn_us: float = 0.0
     rnn_step_us: float = 0.0
     rnn_backward_us: float = 0.0
     rnn_backward_step_us: float = 0.0
-    conv_us: float = 0.0  # a oneDNN convolution's primitive, built on every call; 0 where none runs on oneDNN
+    conv_us: float = 0.0
 
     def __post_init__(self) -> None:
         for name in INTERVAL_ENDS:
@@ -81,15 +63,15 @@ class Prices:
         return float(getattr(self, f"{kind}_us"))
 
     def at(self, end: str) -> Prices:
-        """These prices with a call, the gap it leaves and a nested op at the cheapest (``end`` "least") or
-        dearest ("most") op of the calibration's: one end of the interval."""
-        ends = {name: getattr(self, f"{name[:-3]}_{end}_us") for name in ("call_us", "call_gap_us", "nested_us")}
-        return dataclasses.replace(self, **ends)
+        """These prices with a call, its gap and a nested op at the interval's ``end``: "least" or "most"."""
+        return dataclasses.replace(
+            self, **{name: getattr(self, f"{name[:-3]}_{end}_us") for name in ("call_us", "call_gap_us", "nested_us")}
+        )
 
 
 @dataclasses.dataclass(frozen=True)
 class Calibration:
-    """Prices from each interleaved repeat of the calibration loops; the median of each is the estimate."""
+    """Prices from each interleaved repeat of the calibration loops; the median of each is the estimate's."""
 
     repeats: tuple[Prices, ...]
 
@@ -100,14 +82,12 @@ class Calibration:
 
     @property
     def spread_pct(self) -> float:
-        """How far the median repeat's call price, or the gap a call leaves, lies above the least, in % of the median:
-        a spell of load that slowed at least half the repeats (one that slowed fewer leaves the median; preemption
-        only adds, so the least is the nearest the truth)."""
+        """How far the median repeat's call price, or its gap, lies above the least, in % of the median: load that
+        slowed half the repeats or more (preemption only adds, so the least is the nearest the truth)."""
         return max((_above_least([getattr(p, name) for p in self.repeats]) for name in ("call_us", "call_gap_us")), default=0.0)
 
 
 def _above_least(values: Sequence[float]) -> float:
-    """How far the median of ``values`` lies above the least, in % of the median; 0 without values."""
     median = statistics.median(values) if values else 0.0
     return 100 * (median - min(values)) / median if median else 0.0
 
@@ -123,11 +103,13 @@ class Counted:
 
 
 def prices_from_timings(workloads: Sequence[Counted], cost_us: Mapping[str, float]) -> Prices:
-    """Per-event prices from each workload's counted events and its measured cost per iteration (µs).
+    """Per-event prices from each workload's counted events and its measured cost per iteration (µs), each kind
+    from loops whose other kinds are priced already: a call from ops that nest nothing, a nested op pooled over
+    ops that nest many, an autograd node from a deep backward less a shallow one (the engine's entry cancels),
+    a convolution's set-up from a loop of one.
 
-    ``cost_us`` must hold ``loop`` (an empty loop body), workloads that nest nothing, workloads that nest
-    ops, and ``backward_1`` and ``backward_8``; ``conv``, where given and where it ran on oneDNN, prices a
-    convolution's set-up. An RNN layer is priced apart (``analyze.rnn``), for a step that calls one.
+    ``cost_us`` holds ``loop`` (an empty body), ``backward_1``, ``backward_8`` and the forward workloads; ``conv``
+    where one ran. An RNN layer is priced apart (``analyze.rnn``), for a step that calls one.
     """
     by_name = {w.name: w for w in workloads}
     net = {name: max(0.0, cost - cost_us["loop"]) for name, cost in cost_us.items()}
@@ -142,8 +124,7 @@ def prices_from_timings(workloads: Sequence[Counted], cost_us: Mapping[str, floa
     nests = [max(0.0, net[w.name] - w.events["call"] * call_us) / w.events["nested"] for w in nesting]
     deep, shallow = by_name["backward_8"], by_name["backward_1"]
     delta = {kind: deep.events[kind] - shallow.events[kind] for kind in EVENT_KINDS}
-    # On a GPU the autograd engine runs a backward's nodes on the device's own thread: the calling thread,
-    # whose events are counted, shows none, in these loops as in a model's step.
+    # On a GPU the engine runs a backward's nodes on the device's thread: the calling thread, counted, shows none.
     engine_us = net[deep.name] - net[shallow.name] - delta["call"] * call_us - delta["nested"] * nested_us
     autograd_us = max(0.0, engine_us / delta["autograd"]) if delta["autograd"] else 0.0
     call_gap_us = statistics.median(max(0.0, w.gap_us - loop_gap) / w.events["call"] for w in forward)
@@ -193,15 +174,8 @@ def _overhead_us(events: Mapping[str, float], gap_us: float, prices: Prices) -> 
 
 
 def estimate(events: OverheadEvents, calibration: Calibration, step_ms: float, replayed: OverheadEvents | None = None) -> Estimate:
-    """The overhead share of a step of median ``step_ms`` whose light trace gave ``events``; ``replayed``: the
-    events of the same step replayed with no kernel run (``measure.replay``), whose gaps are the step's Python
-    run warm. Without them the gap is the real step's, which holds the slowness the arithmetic leaves behind:
-    the interval's low end then counts the ops alone.
-
-    The gap is each gap's least over the steps, and of the replayed and the real steps' readings the lesser
-    (the module's docstring says why). The interval prices at the calibration's cheapest and dearest ops, from
-    that gap to the real steps'.
-    """
+    """The overhead share of a step of median ``step_ms`` whose light trace gave ``events``; ``replayed``: the events
+    of the same step replayed with no kernel run (``measure.replay``). The module's docstring gives the rule."""
     if step_ms <= 0:
         raise ValueError("step time must be positive")
     per_step = {kind: events.mean_events(kind) for kind in PRICED_KINDS}

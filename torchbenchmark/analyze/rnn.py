@@ -1,11 +1,9 @@
 """oneDNN's RNN layers, priced for a step that calls one and only there.
 
-An RNN layer builds its primitive on every call, as a convolution does, and then steps through time inside
-one event: beyond its events' dispatch a call costs a set-up and a price per time step. Its events count
-under ``analyze.overhead``'s set-up kinds; here a step's time steps are counted, from the input shapes of
-its calls (a trace that recorded shapes, the detailed profile's, or the calls the replay watched), and
-both prices read off a line through two calibration loops, over 1 and ``RNN_TIME_STEPS`` time steps,
-which ``measure.calibration.with_rnn_prices`` times for a step whose light trace calls one (``calls_rnn``).
+An RNN layer builds its primitive on every call and then steps through time inside one event: beyond its
+events' dispatch a call costs a set-up and a price per time step. Here a step's time steps are counted from
+its calls' input shapes, and both prices read off a line through two loops, over 1 and ``RNN_TIME_STEPS``
+time steps, timed by ``measure.calibration.with_rnn_prices`` for a step whose light trace calls one.
 """
 
 from __future__ import annotations
@@ -23,12 +21,11 @@ from torchbenchmark.analyze.pricing import Counted, Prices
 from torchbenchmark.analyze.trace import Event, load_events
 
 RNN_OP = "aten::mkldnn_rnn_layer"  # its backward's name begins with it too
-# The time steps of the calibration's longer RNN loop: with the one-step loop, a line through set-up and step.
-RNN_TIME_STEPS = 33
+RNN_TIME_STEPS = 33  # of the calibration's longer RNN loop
 
 
 def calls_rnn(path: str | Path) -> bool:
-    """Whether a trace holds a oneDNN RNN layer's call: read as text, not parsed (its op names are JSON strings)."""
+    """Whether a trace holds a oneDNN RNN layer's call, read as text (its op names are JSON strings)."""
     opener: Any = gzip.open if str(path).endswith(".gz") else open
     tail = ""  # a name may straddle two chunks
     with opener(path, "rt", encoding="utf-8") as stream:
@@ -46,12 +43,8 @@ def time_steps_per_call(events: Iterable[Event]) -> dict[str, float]:
 
 
 def time_steps_of_calls(calls: Iterable[tuple[str, Sequence[Sequence[int]]]]) -> dict[str, float]:
-    """The mean time steps of a call of each kind that steps through time, from each call's (op name, input
-    shapes).
-
-    An RNN layer's input is time-major, (time, batch, features). A kind left out had no call with that
-    shape (a packed sequence's input is 2-d): its time steps are not known.
-    """
+    """The mean time steps of a call of each kind that steps through time, from each call's (op name, input shapes):
+    its input is time-major, (time, batch, features); a kind with no such call (a packed sequence's) is left out."""
     steps: dict[str, list[int]] = defaultdict(list)
     for name, dims in calls:
         kind = SETUP_OPS.get(name)
@@ -63,9 +56,8 @@ def time_steps_of_calls(calls: Iterable[tuple[str, Sequence[Sequence[int]]]]) ->
 def with_time_steps(
     events: OverheadEvents, shapes_path: str | Path | None = None, watched: Mapping[str, float] | None = None
 ) -> OverheadEvents:
-    """``events`` with each RNN call's time steps counted: from ``shapes_path``, a trace of the same step that
-    recorded shapes, else ``watched``, the time steps per call the replay saw (``measure.replay.Warm``); a kind
-    neither knows counts none."""
+    """``events`` with each RNN call's time steps counted: from ``shapes_path``, a trace of the step with shapes,
+    else ``watched``, those the replay saw (``measure.replay.Warm``); a kind neither knows counts none."""
     if not any(events.mean_events(kind) for kind in TIME_STEP_KINDS):
         return events
     per_call = time_steps_per_call(load_events(shapes_path)) if shapes_path is not None else dict(watched or {})
@@ -78,9 +70,8 @@ def with_time_steps(
 def with_rnn_prices(prices: Prices, workloads: Sequence[Counted], cost_us: Mapping[str, float]) -> Prices:
     """``prices`` with an RNN layer's set-up and time step priced, forward and, where its loops are given, backward.
 
-    ``cost_us`` must hold ``loop`` and the loops over 1 and ``RNN_TIME_STEPS`` time steps (``rnn_1``,
-    ``rnn_33``; ``rnn_backward_1``, ``rnn_backward_33`` with ``backward_1``, whose engine entry a backward
-    pays too); a kind whose layer did not run on oneDNN keeps its price of 0.
+    ``cost_us`` holds ``loop``, ``rnn_1`` and ``rnn_33`` (and ``rnn_backward_1``, ``rnn_backward_33`` with
+    ``backward_1``, whose engine entry a backward pays too); a layer that did not run on oneDNN stays at 0.
     """
     by_name = {w.name: w for w in workloads}
     net = {name: max(0.0, cost - cost_us["loop"]) for name, cost in cost_us.items()}
@@ -90,8 +81,7 @@ def with_rnn_prices(prices: Prices, workloads: Sequence[Counted], cost_us: Mappi
 
 
 def _price_rnn(prices: Prices, kind: str, by_name: Mapping[str, Counted], net: Mapping[str, float], engine: Counted | None) -> Prices:
-    """An RNN call costs, beyond its events' dispatch, set-up + time steps * step: a line through the short and
-    the long loop. Backward is priced beyond what entering the engine costs a shallow backward too."""
+    """set-up + time steps * step beyond its events' dispatch (and a backward's engine entry), through two loops."""
     short, long = by_name.get(f"{kind}_1"), by_name.get(f"{kind}_{RNN_TIME_STEPS}")
     if short is None or long is None or not short.events.get(kind) or not long.events.get(kind):
         return prices

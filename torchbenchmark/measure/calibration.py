@@ -1,10 +1,9 @@
-"""Calibrating the per-event prices on this machine: loops of trivial ops, timed and counted.
+"""Calibrating the per-event prices on this machine: loops of trivial ops, counted and timed.
 
-Each loop body is an op of a shape a model's step is made of, on one-element tensors so the arithmetic is
-nil. A light profile of every loop counts the events an iteration emits (one call is rarely one event:
-``a * 2.0`` dispatches five) and the Python gap it leaves; bursts of each loop are timed, the fastest kept
-(preemption only adds), and ``analyze.pricing.prices_from_timings`` turns counts and costs into prices. The
-workloads take turns within each repeat, so a spell of load falls on all of them alike.
+Each loop body is an op of a shape a model's step is made of, on one-element tensors so the arithmetic is nil. A
+light profile of the loops counts the events an iteration emits (``a * 2.0`` dispatches five) and the Python gap
+it leaves; bursts of each loop are timed, the fastest kept (preemption only adds), the loops taking turns so a
+spell of load falls on all alike; ``analyze.pricing.prices_from_timings`` turns counts and costs into prices.
 """
 
 from __future__ import annotations
@@ -46,12 +45,10 @@ def _workloads(device: torch.device) -> list[Workload]:
     a, b = torch.ones(1, **one), torch.ones(1, **one)
     x, w, bias = torch.ones(1, 1, **one), torch.ones(1, 1, **one), torch.ones(1, **one)
     table, index, offsets = torch.ones(4, 1, **one), torch.zeros(1, dtype=torch.long, **one), torch.zeros(1, dtype=torch.long, **one)
-    # A depthwise convolution: oneDNN's path at any size (a plain one this small takes the slow reference
-    # kernel, which builds nothing); every oneDNN convolution builds its primitive for about as long.
+    # A depthwise convolution takes oneDNN's path at any size (a plain one this small, a reference kernel).
     signal, taps = torch.ones(1, 2, 4, **one), torch.ones(2, 1, 4, **one)
-    # Ops of each shape a model's step is made of: calls that nest nothing, calls that nest a few or many
-    # ops (embedding_bag nests about 40), backward passes of two depths, and an op with a set-up of its
-    # own (SETUP_OPS: a convolution on oneDNN's; an RNN layer is priced apart, ``with_rnn_prices``).
+    # Calls that nest nothing, a few or many ops (embedding_bag about 40), backward passes of two depths, and
+    # an op with a set-up of its own (an RNN layer is priced apart, ``with_rnn_prices``).
     return [
         Workload("loop", lambda: None),
         Workload("add", lambda: a + b),
@@ -82,9 +79,8 @@ def _backward(device: torch.device, depth: int) -> Callable[[], None]:
 
 
 def _lstm(device: torch.device, time_steps: int, train: bool, grad: bool) -> Callable[[], object]:
-    """One LSTM layer of width 2 (gate weights, recurrent weights and their biases) over ``time_steps``, and
-    with ``train`` its backward; ``grad``: whether a forward-only loop runs with grad enabled, as a train
-    step's forward does. Widths 2 to 16 cost the same within 5% a call; width 1 a third less, a case of its own."""
+    """One LSTM layer of width 2 over ``time_steps`` (widths 2 to 16 cost alike within 5%), with ``train`` its
+    backward; ``grad``: a forward-only loop with grad enabled, as a train step's forward runs."""
     one = dict(device=device)
     weights = [torch.full((8, 2), 0.1, **one), torch.full((8, 2), 0.1, **one), torch.zeros(8, **one), torch.zeros(8, **one)]
     weights = [weight.requires_grad_() for weight in weights] if train else weights
@@ -103,11 +99,8 @@ def with_rnn_prices(
     calibration: Calibration, device: torch.device, train: bool, calls: int = 1000, profiled_calls: int = 300
 ) -> Calibration:
     """``calibration`` with an RNN layer's set-up and time step priced in each repeat, forward and, for a ``train``
-    step, backward (``analyze.rnn.with_rnn_prices``): for a step that calls an RNN layer, and only there.
-
-    Unlike the rest of the calibration, the loops run at this process's intra-op threads, the case's: oneDNN's
-    RNN layer opens a parallel region at every time step, whatever its width, whose cost grows with the threads.
-    """
+    step, backward (``analyze.rnn.with_rnn_prices``), for a step that calls one. Timed at the case's intra-op
+    threads: the layer opens a parallel region at every time step, whose cost grows with the threads."""
     kinds = (False, True) if train else (False,)
     workloads = [
         Workload("loop", lambda: None),
@@ -125,28 +118,25 @@ def with_rnn_prices(
             workload.run()
     counted = _count_events(workloads, device, profiled_calls)
     sync = device_sync(device)
-    # Each loop's fastest burst over as many turns as the calibration has repeats: a time step costs about a
-    # hundredth of a call, so a line through two loops' costs needs their quickest bursts, not each turn's.
+    # Each loop's fastest burst over all turns: a time step costs about a hundredth of a call, so a line through
+    # two loops' costs needs their quickest bursts.
     turns = [_timings(workloads, sync, calls) for _ in calibration.repeats]
     fastest = {workload.name: min(turn[workload.name] for turn in turns) for workload in workloads}
     return Calibration(tuple(rnn_priced(prices, counted, fastest) for prices in calibration.repeats))
 
 
-# Each workload is profiled as this many steps, and its Python gap is the least of theirs: a preemption in one
-# of them spreads over each of its iterations' gaps, and a loop's gap is taken from each call's.
-SPLITS = 5
+SPLITS = 5  # profiled steps of each workload: its Python gap is the least of theirs (a preemption spreads over one)
 
 
 def _count_events(workloads: list[Workload], device: torch.device, iterations: int) -> list[Counted]:
-    """Each workload with the events and Python gap of one iteration, from a light profile of its loop
-    (``iterations`` of it, a tenth as many of a dear one, in ``SPLITS`` steps)."""
+    """Each workload with the events and Python gap of one iteration, from a light profile of ``iterations`` of it."""
     runs = [max(1, workload.iterations(iterations) // SPLITS) for workload in workloads]
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "calibration.json"
         with profile(activities=_activities(device)) as prof:
             for index, (workload, count) in enumerate(zip(workloads, runs)):
                 for split in range(SPLITS):
-                    # Named as profiler steps so the trace is read exactly as a model's trace is.
+                    # Named as profiler steps: the trace is read as a model's is.
                     with record_function(f"ProfilerStep#{index * SPLITS + split}"):
                         for _ in range(count):
                             workload.run()
@@ -166,16 +156,14 @@ def _activities(device: torch.device) -> list[ProfilerActivity]:
     return [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
 
 
-# Each timing is the fastest of this many short bursts: on a shared machine preemption only adds time.
-BURSTS = 8
+BURSTS = 8  # each timing the fastest of these: preemption only adds time
 
 
 def _timings(workloads: list[Workload], sync: Callable[[], None], calls: int) -> dict[str, float]:
     """Each workload's cost per iteration in µs, the workloads taking turns: the fastest of ``BURSTS`` bursts.
 
-    Each burst starts on an idle GPU and is timed without waiting for its kernels: a burst is shorter than
-    a GPU's launch queue, so the clock sees the host's cost per op, not the GPU's throughput for tiny
-    kernels. (On a CPU the sync is a no-op.)
+    On a GPU each burst starts idle and is timed without waiting for its kernels: shorter than the launch queue,
+    it shows the host's cost per op, not the GPU's throughput for tiny kernels.
     """
     cost_us = {}
     for workload in workloads:
@@ -192,20 +180,15 @@ def _timings(workloads: list[Workload], sync: Callable[[], None], calls: int) ->
     return cost_us
 
 
-# A case's calibration is timed in turns at three moments of it, seconds apart (before its profiles, before its
-# replay, after it), this many repeats each: a spell of load that slows one moment leaves the median, and one that
-# slows two shows in the repeats' spread (``Calibration.spread_pct``). Timed at one moment, a spell over its
-# 0.15 s could slow every repeat alike, unseen.
+# A case's calibration is timed at three moments seconds apart (before its profiles, before its replay, after it),
+# this many repeats each: a spell of load over one moment leaves the median, over two shows in the spread
+# (``Calibration.spread_pct``); over a single moment's 0.15 s it could slow every repeat alike, unseen.
 MOMENT_REPEATS = 3
 
 
 class Calibrating:
-    """A calibration taken at moments: the loops warmed once, then counted and timed at each ``moment()``.
-
-    Timed on one CPU thread: nil-width ops have no work to share, and more threads only add OpenMP's
-    waits, each as long as the scheduler keeps a thread off a core. An RNN layer is the exception,
-    priced at the case's threads where its step calls one (``with_rnn_prices``).
-    """
+    """A calibration taken at moments: the loops warmed once, then counted and timed at each ``moment()``, on one
+    CPU thread (nil-width ops have no work to share; more threads only add OpenMP's waits)."""
 
     def __init__(self, device: torch.device, calls: int = 1000, profiled_calls: int = 300) -> None:
         quiet_kineto()
@@ -218,9 +201,7 @@ class Calibrating:
                     workload.run()
 
     def moment(self, repeats: int = MOMENT_REPEATS) -> Calibration:
-        """The loops counted now and ``repeats`` more repeats timed, the workloads taking turns within each; the
-        calibration so far. The Python gaps are read at each moment as the costs are, so a spell over one light
-        profile of the loops moves the gap a call leaves no more than it moves a price."""
+        """The loops counted and ``repeats`` more repeats timed now; the calibration so far."""
         sync = device_sync(self.device)  # the case's own GPU, not the current one
         with intra_op_threads(1):
             counted = _count_events(self.workloads, self.device, self.profiled_calls)

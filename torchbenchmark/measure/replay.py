@@ -1,18 +1,11 @@
 """A step's own Python, timed warm: the model's step with every op replayed instead of computed.
 
-Right after a long op the Python between a step's ops runs several times slower than warm: the op
-evicted the code and objects it runs on (``benchmarks/RESULTS.md``, "Cold glue"). That slowness is the
-arithmetic's doing, and the overhead estimate must not count it. ``Replay``, a ``TorchDispatchMode``,
-computes each (aten op, argument layout) once; after that it hands back what it returned, or the
-argument the op wrote in place, without running a kernel. Under it the step runs its own Python, module
-calls, bindings, autograd bookkeeping and dispatch, as it does for real, but no kernel runs long enough
-to evict anything: the Python gap of a replayed step is the step's glue run warm. Its ``record_function``
-ranges (the phases, the profiler's steps) open and close past the mode (``ranges_past_modes``), as they
-do in the real step, so the mode's own Python stays out of the gaps.
-
-The estimate takes the replayed step's gap as the step's Python (``analyze.pricing``). It is taken on a CPU,
-in eager mode, for a step whose outputs fit in ``MAX_BYTES``: a compiled graph calls its kernels past the
-dispatcher, and on a GPU the host's gaps are not the caches' doing.
+Right after a long op the Python between a step's ops runs several times slower than warm: the op evicted the
+code and objects it runs on (``benchmarks/RESULTS.md``, "Cold glue"), the arithmetic's doing, no overhead.
+``Replay``, a ``TorchDispatchMode``, computes each (aten op, argument layout) once and after that hands back what
+it returned without running a kernel: the step runs its own Python, bindings, autograd and dispatch, and its
+gaps are its glue run warm (``analyze.pricing``). Taken on a CPU, in eager mode (a compiled graph calls its kernels
+past the dispatcher), for a step whose outputs fit in ``MAX_BYTES``.
 """
 
 from __future__ import annotations
@@ -37,8 +30,7 @@ from torchbenchmark.measure.harness import StepTimer, timed_call
 from torchbenchmark.measure.profiling import ProfileRun, run_profile
 
 MAX_BYTES = 2 << 30  # the most a replay holds of a step's outputs; past it the row keeps the cold factor alone
-# Light-profiled replayed steps: the least gap of these is the warm gap. With no kernel run they are cheap,
-# so as many as fit in STEPS_S, within these bounds (a step that sleeps or reads replays as slowly as it runs).
+# The replayed steps light-profiled: as many as fit in STEPS_S, within these bounds (one that sleeps runs as slowly).
 LEAST_STEPS, MOST_STEPS = 5, 20
 STEPS_S = 1.0
 DEADLINE_S = 10.0
@@ -51,9 +43,7 @@ class Warm:
 
     events: OverheadEvents  # the replayed steps' events and gaps
     time_steps: dict[str, float]  # the mean time steps of an RNN call of each kind, as the replay saw their inputs
-    # What each replayed step spent blocked (``analyze.timesplit.blocked_us``): the step's own Python's (a sleep,
-    # a read), where no kernel runs to wait at a join in.
-    blocked_us: float = 0.0
+    blocked_us: float = 0.0  # what each replayed step spent blocked: its Python's own (no kernel runs to wait at a join)
 
     @property
     def gap_us(self) -> float:
@@ -66,10 +56,9 @@ class Abandoned(Exception):
 
 
 class Replay(TorchDispatchMode):
-    """Computes each (op, argument shapes, dtypes and strides, other arguments) once; after that returns
-    what it returned (detached, so autograd records a fresh output each time), or the argument an
-    in-place op wrote, without computing. An op that writes an integer tensor in place or views one, or
-    reads an integer into Python, is computed on every call (``_steers``)."""
+    """Computes each (op, argument layouts, other arguments) once; after that returns what it returned (detached:
+    autograd records a fresh output each time), or the argument an in-place op wrote, without computing; but an op
+    whose output steers the step is computed on every call (``_steers``)."""
 
     def __init__(self, max_bytes: int = MAX_BYTES, deadline_s: float = math.inf, watch: Collection[str] = ()) -> None:
         super().__init__()
@@ -124,13 +113,10 @@ INTEGER_DTYPES = frozenset({torch.uint8, torch.int8, torch.int16, torch.int32, t
 
 def _steers(func: Any, out: Any, written: torch.Tensor | None) -> bool:
     """Whether an op's output steers the step, and is computed on every call: an integer tensor it wrote in place (an
-    index built into a buffer, a count) or a view of one, or an integer read back into Python (``int(count)``).
-
-    Replayed, such a write is not made, and a view is of the tensor another call viewed: a buffer the replay hands to
-    every call of one op and layout keeps what another call site wrote, and as an index it can point past its tensor;
-    a count stands still. Computed, the write holds what this call's replayed inputs give, which index in bounds, and
-    a view runs no kernel. Other integer ops (a sort, ``randint``) are replayed: their recorded values index in bounds
-    too, and computed they would run kernels whose cache traffic the glue would pay for."""
+    index, a count) or a view of one, or an integer read back into Python (``int(count)``). Replayed, a count would
+    stand still and an index could point past its tensor (another call site's); computed, the write runs on this
+    call's inputs, and a view runs no kernel. Other integer ops (a sort, ``randint``) replay: their values index in
+    bounds, and computed they would run kernels whose cache traffic the glue would pay for."""
     if written is not None:
         return written.dtype in INTEGER_DTYPES
     if isinstance(out, torch.Tensor):
@@ -139,9 +125,8 @@ def _steers(func: Any, out: Any, written: torch.Tensor | None) -> bool:
 
 
 def _computed(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """``func`` run on its arguments. A replay hands one tensor back for every call of the same op and layout, so
-    an op computed for the first time can find a tensor it reads sharing memory with the one it writes
-    (``index_add_`` of one replayed result into another); those it only reads are then cloned."""
+    """``func`` run on its arguments; where one it reads shares memory with one it writes (a replay hands one tensor
+    to every call of an op and layout: ``index_add_`` of a replayed result into another), those it reads cloned."""
     try:
         return func(*args, **kwargs)
     except RuntimeError as error:
@@ -169,12 +154,9 @@ RANGE_OPS = ("_record_function_enter", "_record_function_enter_new", "_record_fu
 
 @contextlib.contextmanager
 def ranges_past_modes() -> Iterator[None]:
-    """Every ``record_function`` range (a step's phases, the profiler's own steps) opened and closed past any
-    dispatch mode. Its enter and exit are ops: under the replay each would reach the mode's Python, which the
-    profiler times in the step's gaps (about 5 µs at a phase's end), where the real step has no mode. The
-    dispatcher passes them by a fallthrough at the modes' dispatch key, with no Python of ours on their way; the
-    registration goes with the block.
-    """
+    """Every ``record_function`` range (a phase, a profiler step) opened and closed past any dispatch mode, by a
+    fallthrough at the modes' key for the block: under the replay each enter and exit would run the mode's Python,
+    in the step's gaps (about 5 µs at a phase's end), where the real step runs none."""
     library = Library("profiler", "IMPL")
     try:
         for op in RANGE_OPS:
@@ -185,15 +167,13 @@ def ranges_past_modes() -> Iterator[None]:
 
 
 def deadline_s(step_ms: float) -> float:
-    """How long a replay of a step of median ``step_ms`` may take: as long as its steps would take for real, and
-    ``DEADLINE_S`` more."""
+    """How long a replay of a step of median ``step_ms`` may take: as long as its steps would for real, and ``DEADLINE_S``."""
     return DEADLINE_S + STEPS_S + (LEAST_STEPS + 4) * step_ms / 1e3
 
 
 def replayed_profile(model: Any, mode: str, trace_path: Path, replay: Replay) -> ProfileRun:
-    """Light-profiled steps of ``model`` under ``replay``, traced to ``trace_path``: as many as fit in ``STEPS_S``,
-    within ``LEAST_STEPS`` and ``MOST_STEPS``. Raises ``Abandoned`` for a step whose outputs do not fit, or a
-    replay past its deadline."""
+    """Light-profiled steps of ``model`` under ``replay``, traced to ``trace_path``. Raises ``Abandoned`` for a step
+    whose outputs do not fit, or a replay past its deadline."""
     try:
         with replay, ranges_past_modes():
             timer = StepTimer()
@@ -204,14 +184,12 @@ def replayed_profile(model: Any, mode: str, trace_path: Path, replay: Replay) ->
         replay.recorded.clear()
 
 
-# A replayed step whose op calls differ from the real step's by more than this share (and one call) did not
-# run the real step: its control flow read a value the replay does not compute.
-DIVERGED_FRACTION = 0.02
+DIVERGED_FRACTION = 0.02  # past this share (and one call) of the real step's calls, a replayed step ran other code
 
 
 def trusted(warm: Warm | None, real_calls: float) -> tuple[Warm | None, str | None]:
-    """``warm`` where its steps made the real step's op calls (``real_calls`` a step); else None, and why: a step
-    whose Python reads back a value it wrote in place runs other code replayed, and its gap is not the real one's."""
+    """``warm`` where its steps made the real step's op calls (``real_calls`` a step); else None, and why (a step
+    whose Python reads back a value the replay does not compute runs other code)."""
     if warm is None:
         return warm, None
     calls = warm.events.mean_events("call")
@@ -224,8 +202,8 @@ def trusted(warm: Warm | None, real_calls: float) -> tuple[Warm | None, str | No
 
 
 def warm_reading(model: Any, mode: str, trace_path: Path, replay: Replay) -> Warm:
-    """The step replayed (``replayed_profile``), read: the gaps of its clean steps (``analyze.timesplit.kept``)
-    less what each spent blocked, and the time steps of the RNN calls among ``replay``'s watched ops."""
+    """The step replayed, read: its kept steps' gaps (``analyze.timesplit.kept``) less what each spent blocked, and
+    the time steps of the RNN calls among ``replay``'s watched ops."""
     run = replayed_profile(model, mode, trace_path, replay)
     blocked_us = timesplit.blocked_us(run.samples)
     events = overhead_events_of_trace(run.trace_path, timed_ms=run.steps.times_ms).only(timesplit.kept(run.samples))
