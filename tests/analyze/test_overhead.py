@@ -108,6 +108,23 @@ def test_the_harness_time_after_a_steps_clock_stopped_is_no_gap_of_the_step() ->
     assert overhead_events(events, timed_us=[45.0]).python_gap_us_per_step == (pytest.approx(24), pytest.approx(24))  # not one a step
 
 
+def test_a_preemption_before_a_steps_clock_started_cuts_none_of_its_gaps_between_ops() -> None:
+    # Three steps of 2 ms of glue between two calls, each timed at 2.1 ms. The third was preempted for 4 ms after
+    # its range opened and before its clock started: cut at the range's start plus its time, its glue would read
+    # nil and, each gap at its least, so would the case's.
+    def step(index: int, at: float, preempted: float = 0.0) -> list[dict]:
+        return [
+            _step(index, at, dur=2150.0 + preempted),
+            _x("aten::add", at + preempted + 10, 10),  # gap 10 before it (the preemption's step: 4,010)
+            _x("aten::relu", at + preempted + 2020, 10),  # the glue, 2,000, before it
+        ]  # then 70 to the clock's end
+
+    events = [*step(1, 0.0), *step(2, 10_000.0), *step(3, 20_000.0, preempted=4000.0)]
+    counted = overhead_events(events, timed_us=[2100.0] * 3)
+    assert counted.python_gap_us_per_step == (pytest.approx(2080), pytest.approx(2080), pytest.approx(6010))
+    assert counted.least_python_gap_us == pytest.approx(10 + 2000 + 0)  # the third's tail, after its clock, is cut
+
+
 def test_an_rnn_layer_counts_under_its_kind_and_its_set_up_kind() -> None:
     step = [
         _step(1, 0.0, dur=400.0),

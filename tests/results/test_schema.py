@@ -246,7 +246,9 @@ def test_a_row_whose_replayed_gap_lies_far_above_its_real_steps_gap_is_marked() 
         return dataclasses.replace(row(), dispatch=dataclasses.replace(verdict, warm_gap_us=warm, real_gap_us=real))
 
     assert gaps(39.9, 24.6).untrustworthy_reasons == ("gaps read apart: the replayed step's 62% above the real steps'",)
-    for warm, real in ((287.6, 264.6), (511.2, 393.8), (160.5, 553.4), (None, 24.6), (39.9, None), (39.9, 0.0)):
+    # A real gap read as nil (a step's glue cut short, a wait taken out that was no sleep) is no reason to trust it.
+    assert gaps(3637.0, 0.0).untrustworthy_reasons == ("gaps read apart: the replayed step's 36370% above the real steps'",)
+    for warm, real in ((287.6, 264.6), (511.2, 393.8), (160.5, 553.4), (None, 24.6), (39.9, None), (4.9, 0.0)):
         assert gaps(warm, real).untrustworthy_reasons == (), (warm, real)
 
 

@@ -99,7 +99,7 @@ def overhead_events(events: Sequence[Event], timed_us: Sequence[float] = ()) -> 
     but between two autograd nodes. Raises ValueError without steps.
 
     ``timed_us``: each profiled step as its timer measured it (``measure.harness.StepTimer``). A step's gaps end that
-    long after its range starts: the range also holds the harness's work after the clock stopped.
+    long after its range starts, or where its last op does: the range also holds the harness's work after the clock.
     """
     steps = step_events(events)
     if not steps:
@@ -118,7 +118,10 @@ def overhead_events(events: Sequence[Event], timed_us: Sequence[float] = ()) -> 
         thread = thread_of(step)
         at = starts.get(thread, [])
         ops = ops_by_thread.get(thread, [])[bisect.bisect_left(at, start) : bisect.bisect_left(at, end)]
-        count, gaps = _step(ops, start, end if timed_step_us is None else min(end, start + timed_step_us))
+        # The clock ran through every op of the step: its gaps end at the clock's end or its last op's, the later
+        # (a preemption before the clock started would end them early, inside the step's own Python).
+        last_us = max((span(op)[1] for op in ops), default=start)
+        count, gaps = _step(ops, start, end if timed_step_us is None else min(end, max(start + timed_step_us, last_us)))
         counts.append(count)
         gap_lists.append(gaps)
     # The steps call the same ops in the same order, so their gaps pair up: the least of each drops a preemption.

@@ -87,6 +87,7 @@ CALIBRATION_SPREAD_FRACTION = 0.15
 # 929 µs against 10,481 as it ran). Where the arithmetic leaves the glue warm, the replay's own Python puts its gap
 # up to 30% above the real one (pyhpc; benchmarks/RESULTS.md, "Verdict accuracy").
 REPLAY_ABOVE_REAL_FRACTION = 0.50
+GAP_FLOOR_US = 10.0  # a real gap under this reads as this in the share: a few µs either way is no reading apart
 # An RNN layer's kinds (``dispatch.events_per_step``) and the part of its call each prices: the layer's set-up,
 # forward and backward, and the time steps it steps through. Each costs something (lstm_lm's rows read set-ups
 # of 29 to 104 µs and time steps of 0.22 to 2.1 µs), so a step that ran some at a price of nil had the line its

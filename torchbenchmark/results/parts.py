@@ -7,6 +7,7 @@ import dataclasses
 from torchbenchmark.results.codec import AT_LEAST_ONE, DURATION_MS, FRACTION, NON_NEGATIVE, json_field
 from torchbenchmark.results.kinds import (
     CONTENDED_WAIT_PCT,
+    GAP_FLOOR_US,
     MIN_CLEAN_FRACTION,
     MIN_STEPS_FOR_SPREAD,
     OTHER_WORK_AT_PCT,
@@ -215,10 +216,12 @@ class Dispatch(Record):
 
     @property
     def replay_above_real(self) -> float | None:
-        """How far the replayed gap lies above the real steps', as a share of theirs (None: no replay, or no gap)."""
-        if self.warm_gap_us is None or not self.real_gap_us:
+        """How far the replayed gap lies above the real steps', as a share of theirs, a real gap under 10 µs read as 10:
+        a real gap read as nil beside a replayed one is a reading apart too, a few µs either way (a step of ops with
+        no Python between them) is not."""
+        if self.warm_gap_us is None or self.real_gap_us is None:
             return None
-        return self.warm_gap_us / self.real_gap_us - 1
+        return (self.warm_gap_us - self.real_gap_us) / max(GAP_FLOOR_US, self.real_gap_us)
 
     @property
     def fraction(self) -> float:
