@@ -198,7 +198,7 @@ def test_exit_codes_end_to_end(tmp_path: Path) -> None:
     calls = [
         line.split()[0] for line in faster.stdout.splitlines() if "work_model" in line and not line.startswith(("ops that moved", " "))
     ]
-    assert faster.returncode == 0 and calls == ["faster"], faster.stdout
+    assert faster.returncode == 0 and calls == ["inconclusive" if _cannot_see(faster.stdout) else "faster"], faster.stdout
     for bad in (["compare", str(tmp_path / "a"), str(tmp_path / "missing")], ["compare", str(tmp_path / "a")]):
         result = diagnostics(*bad)
         assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
