@@ -9,14 +9,12 @@ for. The estimate takes it for any model from the model's own step replayed (``m
 each op computed once, then handed back without running a kernel). This checks that reading against
 the twins'.
 
-For each eval case of ``verdict_accuracy.CASES``: the least Python gap of five light-profiled steps
-(``overhead_events_of_trace``, as the tool reads a case) of the real step, of the same step replayed,
-and of the twin, all in this process.
+For each eval case of ``verdict_accuracy.CASES``: the least Python gap, read as the tool reads a case
+(``least_gap_us``), of five light-profiled steps of the real step and of the twin, and of the same step
+replayed as the engine replays it (``measure.replay.warm_reading``: five to twenty steps), in this process.
 
-``--rounds N`` replays each case as the tool does (``measure.replay.warm_reading``: up to
-twenty steps, the timer's clip, each gap's least) and profiles its twin in turn, N times over, in one
-process: how far the replayed gap moves from moment to moment, and whether the twin's, the same glue run at
-nil width, moves with it.
+``--rounds N`` replays each case and profiles its twin in turn, N times over, in one process: how far the
+replayed gap moves from moment to moment, and whether the twin's, the same glue run at nil width, moves with it.
 """
 
 from __future__ import annotations
@@ -35,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository r
 
 from benchmarks._report import record
 from benchmarks.verdict_accuracy import CASES, Case
+from torchbenchmark.analyze import timesplit
 from torchbenchmark.analyze.overhead import overhead_events_of_trace
 from torchbenchmark.measure.harness import StepTimer, timed_call
 from torchbenchmark.measure.profiling import run_profile
@@ -46,14 +45,14 @@ STEPS = 5
 
 
 def least_gap_us(model: Any, mode: str, trace: Path, replay: Replay | None = None) -> float:
-    timed_call(model, mode, 3, StepTimer())  # warm: and under a replay, every op recorded
-    if replay is None:
-        run = run_profile(model, mode, torch.device("cpu"), "light", STEPS, trace)
-    else:
-        with replay:
-            timed_call(model, mode, 3, StepTimer())
-            run = run_profile(model, mode, torch.device("cpu"), "light", STEPS, trace)
-    return overhead_events_of_trace(run.trace_path).least_python_gap_us or 0.0
+    """The least Python gap of the step as the tool reads it: each gap ending with the step's clock, the kept steps'
+    gaps less what each spent blocked; replayed, as the engine replays it (``warm_reading``)."""
+    timed_call(model, mode, 3, StepTimer())  # warm
+    if replay is not None:
+        return warm_reading(model, mode, trace, replay).gap_us
+    run = run_profile(model, mode, torch.device("cpu"), "light", STEPS, trace)
+    events = overhead_events_of_trace(run.trace_path, run.steps.times_ms).only(timesplit.kept(run.samples))
+    return events.less(timesplit.blocked_us(run.samples)).least_gap_us
 
 
 def measure(case: Case, out_dir: Path) -> list[str]:
@@ -76,8 +75,7 @@ def rounds(case: Case, out_dir: Path, count: int) -> list[list[str]]:
     name = case.label.replace(" ", "_").replace("=", "")
     pairs = []
     for round_ in range(count):
-        timed_call(real, case.mode, 3, StepTimer())  # as a case replays it: after its real steps
-        replay_us = warm_reading(real, case.mode, out_dir / f"{name}-replay{round_}.pt.trace.json.gz", Replay()).gap_us
+        replay_us = least_gap_us(real, case.mode, out_dir / f"{name}-replay{round_}.pt.trace.json.gz", Replay())
         twin_us = least_gap_us(twin, case.mode, out_dir / f"{name}-twin{round_}.pt.trace.json.gz")
         pairs.append((replay_us, twin_us))
     rows = [[case.label, str(i + 1), f"{r:.0f}", f"{t:.0f}", f"{r / t:.2f}"] for i, (r, t) in enumerate(pairs)]
@@ -111,7 +109,10 @@ def main() -> None:
     rows = [measure(CASES[label], out_dir) for label in args.cases.split(",")]
     headers = ["case", "real gap µs", "replayed gap µs", "twin gap µs", "replayed / twin", "real / twin"]
     table = tabulate(rows, headers=headers, disable_numparse=True)
-    summary = f"least Python gap of {STEPS} light-profiled steps each; torch threads {args.threads}"
+    summary = (
+        f"each gap read as the tool reads a case: the least of {STEPS} light-profiled steps, the replay's of 5 to 20 as the "
+        f"engine replays it; torch threads {args.threads}"
+    )
     record("Verdict accuracy", table, summary, part="Warm replay", dry_run=args.dry_run)
 
 

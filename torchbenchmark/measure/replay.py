@@ -111,7 +111,7 @@ COMPUTED = object()  # a recorded op computed on every call (``_steers``)
 
 def _leaves(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
     """An op's arguments in order, a list's length and then its items in its place: an aten op's arguments nest one
-    deep (``Tensor[]``, ``int[]``). Not pytree's: its Python took two thirds of the mode's time, and the more of its
+    deep (``Tensor[]``, ``int[]``). Not pytree's: its Python took over half the mode's time, and the more of its
     own Python the replay runs between the step's, the colder it leaves the step's glue."""
     flat: list[Any] = []
     for value in (*args, *kwargs.values()):

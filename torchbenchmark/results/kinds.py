@@ -85,7 +85,7 @@ CALIBRATION_SPREAD_FRACTION = 0.15
 # share. Each reading only adds to the glue and the estimate takes the lesser, so a replay slowed by load moves no
 # figure: the mark is for a real gap read low (a wait taken out of it that was no sleep; hf_GPT2 train's once read
 # 929 µs against 10,481 as it ran). Where the arithmetic leaves the glue warm, the replay's own Python puts its gap
-# up to 30% above the real one (pyhpc; benchmarks/RESULTS.md, "Verdict accuracy").
+# some 10% above the real one (pyhpc; benchmarks/RESULTS.md, "Warm replay").
 REPLAY_ABOVE_REAL_FRACTION = 0.50
 GAP_FLOOR_US = 10.0  # a real gap under this reads as this in the share: a few µs either way is no reading apart
 # An RNN layer's kinds (``dispatch.events_per_step``) and the part of its call each prices: the layer's set-up,
