@@ -61,7 +61,6 @@ def capture(into: dict[str, Any]) -> Iterator[None]:
 
 # Each part, and how the estimate is made without it (``rebuild``'s ``without``).
 PARTS = {
-    "least by position": "the gap of the least step, not each gap's least over the steps",
     "argument parsing": "no Python gap per top-level call taken out",
     "replay": "the real step's gap, not the replayed step's",
     "lesser gap": "the replayed gap, not the lesser of it and the real steps' (the top the greater)",
@@ -78,10 +77,8 @@ def rebuild(inputs: dict[str, Any], without: frozenset[str] = frozenset()) -> pr
     if "replay" in without:
         replayed = None
     if "lesser gap" in without and replayed is not None:  # the real reading raised to the greater, as the top took it
-        events = dataclasses.replace(events, least_python_gap_us=max(events.least_gap_us, replayed.least_gap_us))
-    if "least by position" in without:
-        events = dataclasses.replace(events, least_python_gap_us=None)
-        replayed = replayed and dataclasses.replace(replayed, least_python_gap_us=None)
+        floor = replayed.least_gap_us
+        events = dataclasses.replace(events, python_gap_us_per_step=tuple(max(gap, floor) for gap in events.python_gap_us_per_step))
     if "argument parsing" in without:
         calibration = pricing.Calibration(tuple(dataclasses.replace(p, call_gap_us=0.0) for p in calibration.repeats))
     if "RNN prices" in without:

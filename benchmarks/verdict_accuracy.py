@@ -318,9 +318,9 @@ def explain(rows: list[dict[str, Any]]) -> str:
         truth_us = row["twin"] * row["real ms"] * 1e3
         table.append((
             row["case"], f"{truth_us:.0f}", f"{priced.overhead_us:.0f}",
-            *(f"{us:.0f}" for us in events.values()), f"{priced.python_us:.0f}", f"{real.least_python_gap_us or 0:.0f}",
-            f"{row.get('warm gap') or 0:.0f}", f"{twin.least_python_gap_us or 0:.0f}",
-            f"{(real.least_python_gap_us or 0) / twin.least_python_gap_us:.2f}" if twin.least_python_gap_us else "",
+            *(f"{us:.0f}" for us in events.values()), f"{priced.python_us:.0f}", f"{real.least_gap_us:.0f}",
+            f"{row.get('warm gap') or 0:.0f}", f"{twin.least_gap_us:.0f}",
+            f"{real.least_gap_us / twin.least_gap_us:.2f}" if twin.least_gap_us else "",
             f"{priced.overhead_us / truth_us:.2f}", f"{(sum(events.values()) + twin_python) / truth_us:.2f}",
         ))  # fmt: skip
     return tabulate(table, headers=["case", "truth µs", "tool µs", "calls µs", "nested µs", "autograd µs", "set-up µs", "Python µs",

@@ -38,7 +38,6 @@ class OverheadEvents:
     events_per_step: tuple[dict[str, float], ...]  # per step: events of each kind in PRICED_KINDS
     # Per step: time on the step's thread with no op running, but between two autograd nodes (priced with them).
     python_gap_us_per_step: tuple[float, ...]
-    least_python_gap_us: float | None = None  # each gap at its least over the steps, summed (``overhead_events``)
 
     @property
     def steps(self) -> int:
@@ -49,11 +48,11 @@ class OverheadEvents:
 
     @property
     def least_gap_us(self) -> float:
-        """The Python gap at its least (preemption only adds): each gap's least, summed, else the least step's."""
-        return min(self.python_gap_us_per_step, default=0.0) if self.least_python_gap_us is None else self.least_python_gap_us
+        """The least step's Python gap: preemption only adds to a gap."""
+        return min(self.python_gap_us_per_step, default=0.0)
 
     def only(self, keep: Sequence[bool]) -> OverheadEvents:
-        """These events for the steps ``keep`` marks; the least gaps stay (a stretched step's gaps are not the least)."""
+        """These events for the steps ``keep`` marks (those no other work stretched)."""
         if len(keep) != self.steps or all(keep) or not any(keep):
             return self
         chosen = [i for i, flag in enumerate(keep) if flag]
@@ -68,9 +67,7 @@ class OverheadEvents:
         time blocked makes no op event, lies in the gaps, and is no overhead."""
         if blocked_us <= 0:
             return self
-        gaps = tuple(max(0.0, gap - blocked_us) for gap in self.python_gap_us_per_step)
-        least = None if self.least_python_gap_us is None else max(0.0, self.least_python_gap_us - blocked_us)
-        return dataclasses.replace(self, python_gap_us_per_step=gaps, least_python_gap_us=least)
+        return dataclasses.replace(self, python_gap_us_per_step=tuple(max(0.0, gap - blocked_us) for gap in self.python_gap_us_per_step))
 
 
 def _step(ops: Sequence[Event], start: float, end: float) -> tuple[dict[str, float], list[float]]:
@@ -111,7 +108,7 @@ def overhead_events(events: Sequence[Event], timed_us: Sequence[float] = ()) -> 
     for ops in ops_by_thread.values():
         ops.sort(key=lambda op: float(op["ts"]))
     starts = {thread: [float(op["ts"]) for op in ops] for thread, ops in ops_by_thread.items()}  # each step's ops by bisection
-    counts, gap_lists = [], []
+    counts, gap_sums = [], []
     timed = list(timed_us) if len(timed_us) == len(steps) else [None] * len(steps)
     for step, timed_step_us in zip(steps, timed):
         start, end = span(step)
@@ -123,12 +120,8 @@ def overhead_events(events: Sequence[Event], timed_us: Sequence[float] = ()) -> 
         last_us = max((span(op)[1] for op in ops), default=start)
         count, gaps = _step(ops, start, end if timed_step_us is None else min(end, max(start + timed_step_us, last_us)))
         counts.append(count)
-        gap_lists.append(gaps)
-    # The steps call the same ops in the same order, so their gaps pair up: the least of each drops a preemption.
-    least = None
-    if len({len(gaps) for gaps in gap_lists}) == 1:
-        least = sum(min(position) for position in zip(*gap_lists))
-    return OverheadEvents(tuple(counts), tuple(sum(gaps) for gaps in gap_lists), least)
+        gap_sums.append(sum(gaps))
+    return OverheadEvents(tuple(counts), tuple(gap_sums))
 
 
 def overhead_events_of_trace(path: str | Path, timed_ms: Sequence[float] = ()) -> OverheadEvents:

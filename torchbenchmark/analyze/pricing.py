@@ -4,7 +4,7 @@ Every op pays a fixed cost before any arithmetic (argument parsing, the dispatch
 allocation, a kernel launch), priced per kind of event (``analyze.overhead``); an op that builds its kernel on
 every call (``SETUP_OPS``) pays once more for that, an RNN layer for each time step too (``analyze.rnn``). The
 Python that makes no event (module calls, hooks, the optimizer's loops, glue) is measured, not priced: the
-*gap*, each gap at its least over the steps, read in the real steps and in the step replayed with no kernel run
+*gap*, the least step's, read in the real steps and in the step replayed with no kernel run
 (``measure.replay``); the lesser reading stands, as load, the caches a long op left cold and the replay's own
 Python only add to a gap. A top-level call's own gap (its arguments parsed) is in its price, so it comes out::
 

@@ -206,7 +206,7 @@ class Dispatch(Record):
     prices_us: dict[str, float] | None = json_field(default=None, bound=NON_NEGATIVE)
     python_us_per_step: float | None = json_field(default=None, bound=NON_NEGATIVE)  # Python time with no event
     warm_gap_us: float | None = json_field(default=None, bound=NON_NEGATIVE)  # the step's gap replayed (measure.replay)
-    real_gap_us: float | None = json_field(default=None, bound=NON_NEGATIVE)  # on a CPU, the real steps' gap, each at its least
+    real_gap_us: float | None = json_field(default=None, bound=NON_NEGATIVE)  # on a CPU, the real steps' gap, the least step's
     scaling: Scaling | None = None  # the second estimate, by batch-size scaling, when asked for
     scaling_failed: str | None = None  # --scaling: "failed at batch N: why"; the fit, if any, is of the batches before it
     # The CPU estimate's terms, µs a step by name (analyze.pricing.TERMS), summing to the uncapped share x the median step
