@@ -29,6 +29,8 @@ comparison is of the overhead estimate alone, not of two step times taken minute
 machine; the tool's own fraction is shown too. A case passes when the estimate is within a factor of
 1.5 of the twin's share. The row's interval claims the share of its own median step, so it is held, the
 same way, to the twin's overhead over that step ("truth, tool's step"), as is its borderline flag.
+The truth is a measurement too: beside it, the least and the most of its rounds ("truth's rounds"), how far
+it moved while it was measured, and whether the tool marked the row (its ``untrustworthy_reasons``).
 """
 
 from __future__ import annotations
@@ -164,7 +166,8 @@ def measure(case: Case, rounds: int, out_dir: Path, detailed: bool = True) -> di
     twin_trace = out_dir / tool.model / f"{case.mode}-twin-bs1.pt.trace.json.gz"
     twin_ops, twin_steps_ms = ops_per_step(twin, case.mode, twin_trace)
     ops_ratio = tool.dispatch.ops_per_step / twin_ops
-    twin_share = statistics.median(t * ops_ratio / r for t, r in zip(figures["twin"], figures["real"]))
+    twin_rounds = [t * ops_ratio / r for t, r in zip(figures["twin"], figures["real"])]
+    twin_share = statistics.median(twin_rounds)
     d = tool.dispatch
     overhead_us = d.overhead_fraction_uncapped * tool.step_time.median_ms * 1e3
     same_step = overhead_us / (real_ms * 1e3)
@@ -177,7 +180,8 @@ def measure(case: Case, rounds: int, out_dir: Path, detailed: bool = True) -> di
     return {
         "case": case.label, "batch": batch, "real ms": real_ms, "tool": d.overhead_fraction_uncapped,
         "interval": d.overhead_interval, "borderline": d.borderline, "verdict": str(d.verdict),
-        "twin ops ratio": ops_ratio, "twin": twin_share, "scaling upper": scaling,
+        "twin ops ratio": ops_ratio, "twin": twin_share, "twin rounds": twin_rounds, "scaling upper": scaling,
+        "marks": list(tool.untrustworthy_reasons),
         "tool / twin": same_step / twin_share, "tool same step": same_step,
         "real iqr ms": tool.step_time.iqr_ms, "tool ms": tool.step_time.median_ms,
         "trace": str(out_dir / tool.traces.light),
@@ -200,6 +204,31 @@ def truth_of_tool_step(row: dict[str, Any]) -> float:
 def holds_truth(row: dict[str, Any]) -> bool:
     low, high = row["interval"]
     return low <= truth_of_tool_step(row) <= high
+
+
+def truth_band(row: dict[str, Any]) -> tuple[float, float] | None:
+    """The least and the most of the twin's share over its rounds, over the tool's own median step: how far the
+    truth itself moved while it was measured (None for a run that kept only the median)."""
+    rounds = row.get("twin rounds")
+    if not rounds:
+        return None
+    scale = row["real ms"] / row["tool ms"]
+    return min(rounds) * scale, max(rounds) * scale
+
+
+def meets_band(row: dict[str, Any]) -> bool:
+    """Whether a row's interval misses its truth by less than the truth's own spread over its rounds."""
+    band, (low, high) = truth_band(row), row["interval"]
+    return band is not None and low <= band[1] and band[0] <= high
+
+
+def misses(rows: list[dict[str, Any]]) -> str:
+    """Of the intervals that miss their truth, how many by less than the truth's own spread, and the marks of each."""
+    missed = [r for r in rows if not holds_truth(r)]
+    if not missed:
+        return ""
+    each = "; ".join(f"{r['case']}: {', '.join(r.get('marks') or ['unmarked'])}" for r in missed)
+    return f" (of the {len(missed)} others, {sum(map(meets_band, missed))} within the truth's own spread over its rounds; {each})"
 
 
 def borderline_far(row: dict[str, Any]) -> bool:
@@ -250,13 +279,20 @@ def render(rows: list[dict[str, Any]], decode: bool = False) -> str:
              f"{r['interval'][0]:.4f}-{r['interval'][1]:.4f}", "yes" if r["borderline"] else "", r["verdict"],
              f"{r['twin']:.4f}", f"{truth_of_tool_step(r):.4f}", f"{r['twin ops ratio']:.2f}",
              "" if r["scaling upper"] is None else f"{r['scaling upper']:.4f}", f"{r['tool / twin']:.2f}",
-             "yes" if within(r) else "NO", "yes" if holds_truth(r) else "NO", "yes" if met(r) else "NO")
+             "yes" if within(r) else "NO", "yes" if holds_truth(r) else "NO", _band(r), "yes" if r.get("marks") else "",
+             "yes" if met(r) else "NO")
             for r in rows
         ],
         headers=["case", "batch", "ms/step", "tool", "tool, same step", "tool interval", "borderline", "verdict", "twin (truth)",
-                 "truth, tool's step", "ops real/twin", "scaling bound", "tool/truth", "within 1.5x", "interval holds truth", "met"],
+                 "truth, tool's step", "ops real/twin", "scaling bound", "tool/truth", "within 1.5x", "interval holds truth",
+                 "truth's rounds, tool's step", "marked", "met"],
         disable_numparse=True,
     )  # fmt: skip
+
+
+def _band(row: dict[str, Any]) -> str:
+    band = truth_band(row)
+    return "" if band is None else f"{band[0]:.4f}-{band[1]:.4f}"
 
 
 def estimate_again(events: OverheadEvents, row: dict[str, Any], calibration: pricing.Calibration) -> pricing.Estimate:
@@ -366,7 +402,7 @@ def main() -> None:
     if not args.decode:
         widest = max(rows, key=lambda r: r["interval"][1] - r["interval"][0])
         notes += (
-            f" Intervals holding the truth at the tool's step: {sum(map(holds_truth, rows))} of {len(rows)}; the widest "
+            f" Intervals holding the truth at the tool's step: {sum(map(holds_truth, rows))} of {len(rows)}{misses(rows)}; the widest "
             f"{100 * (widest['interval'][1] - widest['interval'][0]):.1f} points ({widest['case']}); borderline rows whose "
             f"truth lies more than 10 points from a threshold: {sum(map(borderline_far, rows))} of {sum(bool(r['borderline']) for r in rows)}."
         )
